@@ -1,0 +1,72 @@
+package settings
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// PodPreset injects environment variables, envFrom sources, volumes and
+// volume mounts into the pods of its namespace that its selector matches,
+// when they are created.
+type PodPreset struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	Spec PodPresetSpec
+}
+
+// PodPresetSpec is what a preset selects and what it injects.
+type PodPresetSpec struct {
+	// Selector chooses the pods, by label. An empty selector matches every pod.
+	Selector metav1.LabelSelector
+	// Env is added to every container and init container.
+	Env []corev1.EnvVar
+	// EnvFrom is added to every container and init container.
+	EnvFrom []corev1.EnvFromSource
+	// Volumes are added to the pod.
+	Volumes []corev1.Volume
+	// VolumeMounts are added to every container and init container.
+	VolumeMounts []corev1.VolumeMount
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// PodPresetList is a list of PodPresets.
+type PodPresetList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+
+	Items []PodPreset
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ClusterPodPreset is a cluster-scoped PodPreset: it applies to the pods of
+// every namespace its namespaceSelector matches.
+type ClusterPodPreset struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	Spec ClusterPodPresetSpec
+}
+
+// ClusterPodPresetSpec is a PodPresetSpec plus the namespaces it covers.
+type ClusterPodPresetSpec struct {
+	// NamespaceSelector chooses the namespaces, by their labels. An empty
+	// selector matches every namespace.
+	NamespaceSelector metav1.LabelSelector
+
+	PodPresetSpec
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ClusterPodPresetList is a list of ClusterPodPresets.
+type ClusterPodPresetList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+
+	Items []ClusterPodPreset
+}
