@@ -1,0 +1,243 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package noderestriction is the NodeRestriction admission plugin: it limits
+// what a kubelet, authenticated as system:node:<name> in group system:nodes,
+// may create, change or delete to the objects of its own node, with
+// Kubernetes 1.37's rules and error texts. Unlike upstream it validates (it
+// judges the object after every mutating plugin and webhook has run), reads
+// k8s.io/api types, converting kube-apiserver's internal objects only when a
+// rule needs their content, and takes an optional configuration that lets
+// nodes set chosen labels and taints on themselves (kubernetes#95159).
+package noderestriction
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/informers"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	storagev1listers "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/component-base/featuregate"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/apis/v1alpha1"
+)
+
+// PluginName is the name under which the plugin is registered and enabled
+// (--enable-admission-plugins=NodeRestriction).
+const PluginName = "NodeRestriction"
+
+// Register adds the plugin to plugins. Its factory reads the optional
+// configuration (see LoadConfiguration); a bad one fails apiserver start-up.
+func Register(plugins *admission.Plugins) {
+	plugins.Register(PluginName, func(config io.Reader) (admission.Interface, error) {
+		cfg, err := LoadConfiguration(config)
+		if err != nil {
+			return nil, err
+		}
+		return NewPlugin(NewDefaultNodeIdentifier(), cfg)
+	})
+}
+
+// NewPlugin returns the plugin for the given identifier and configuration; a
+// nil configuration gives exactly Kubernetes' behaviour. The plugin still
+// needs its listers, authorizer and feature gates from the admission
+// initializers before it may serve (see ValidateInitialization).
+func NewPlugin(nodeIdentifier NodeIdentifier, config *v1alpha1.Configuration) (*Plugin, error) {
+	if errs := config.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("%s: invalid configuration: %w", PluginName, errs.ToAggregate())
+	}
+	return &Plugin{
+		Handler:        admission.NewHandler(admission.Create, admission.Update, admission.Delete),
+		nodeIdentifier: nodeIdentifier,
+		allow:          newAllowances(config),
+	}, nil
+}
+
+// Plugin is the NodeRestriction admission plugin. Build it with NewPlugin.
+type Plugin struct {
+	*admission.Handler
+	nodeIdentifier NodeIdentifier
+	allow          allowances
+
+	podsGetter           corev1listers.PodLister
+	nodesGetter          corev1listers.NodeLister
+	serviceAccountGetter corev1listers.ServiceAccountLister
+	csiDriverGetter      storagev1listers.CSIDriverLister
+	pvcGetter            corev1listers.PersistentVolumeClaimLister
+	pvGetter             corev1listers.PersistentVolumeLister
+	authz                authorizer.UnconditionalAuthorizer
+
+	gates                 gateValues
+	inspectedFeatureGates bool
+}
+
+var (
+	_ admission.ValidationInterface                = &Plugin{}
+	_ initializer.WantsExternalKubeInformerFactory = &Plugin{}
+	_ initializer.WantsFeatures                    = &Plugin{}
+	_ initializer.WantsUnconditionalAuthorizer     = &Plugin{}
+)
+
+// InspectFeatureGates copies the gates the plugin consults. A gate the
+// server never registered reads as its Kubernetes 1.37 default instead of
+// panicking; AddFeatureGates lets a server register them properly.
+func (p *Plugin) InspectFeatureGates(gates featuregate.FeatureGate) {
+	p.gates = readGates(gates)
+	p.inspectedFeatureGates = true
+}
+
+// SetExternalKubeInformerFactory takes the listers the rules read. The
+// storage listers are taken only with ServiceAccountNodeAudienceRestriction,
+// so that without it no informer is started for CSIDrivers, PVCs and PVs;
+// the initializer inspects feature gates first, which this relies on.
+func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactory) {
+	p.podsGetter = f.Core().V1().Pods().Lister()
+	p.nodesGetter = f.Core().V1().Nodes().Lister()
+	p.serviceAccountGetter = f.Core().V1().ServiceAccounts().Lister()
+	if p.gates.audienceRestriction {
+		p.csiDriverGetter = f.Storage().V1().CSIDrivers().Lister()
+		p.pvcGetter = f.Core().V1().PersistentVolumeClaims().Lister()
+		p.pvGetter = f.Core().V1().PersistentVolumes().Lister()
+	}
+}
+
+// SetUnconditionalAuthorizer takes the authorizer that the audience and the
+// pod-certificate signer checks consult; it is kept only when one of them is on.
+func (p *Plugin) SetUnconditionalAuthorizer(authz authorizer.UnconditionalAuthorizer) {
+	if p.gates.audienceRestriction || p.gates.podCertificateRequests {
+		p.authz = authz
+	}
+}
+
+// ValidateInitialization reports the first thing the initializers failed to
+// provide, in Kubernetes' words.
+func (p *Plugin) ValidateInitialization() error {
+	if p.nodeIdentifier == nil {
+		return fmt.Errorf("%s requires a node identifier", PluginName)
+	}
+	if p.podsGetter == nil {
+		return fmt.Errorf("%s requires a pod getter", PluginName)
+	}
+	if p.nodesGetter == nil {
+		return fmt.Errorf("%s requires a node getter", PluginName)
+	}
+	if p.gates.audienceRestriction {
+		if p.csiDriverGetter == nil {
+			return fmt.Errorf("%s requires a CSI driver getter", PluginName)
+		}
+		if p.pvcGetter == nil {
+			return fmt.Errorf("%s requires a PVC getter", PluginName)
+		}
+		if p.pvGetter == nil {
+			return fmt.Errorf("%s requires a PV getter", PluginName)
+		}
+	}
+	if (p.gates.audienceRestriction || p.gates.podCertificateRequests) && p.authz == nil {
+		return fmt.Errorf("%s requires an authorizer", PluginName)
+	}
+	if p.serviceAccountGetter == nil {
+		return fmt.Errorf("%s requires a service account getter", PluginName)
+	}
+	if !p.inspectedFeatureGates {
+		return fmt.Errorf("%s has not inspected feature gates", PluginName)
+	}
+	return nil
+}
+
+var (
+	podResource                   = schema.GroupResource{Resource: "pods"}
+	nodeResource                  = schema.GroupResource{Resource: "nodes"}
+	pvcResource                   = schema.GroupResource{Resource: "persistentvolumeclaims"}
+	serviceAccountResource        = schema.GroupResource{Resource: "serviceaccounts"}
+	leaseResource                 = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+	csiNodeResource               = schema.GroupResource{Group: "storage.k8s.io", Resource: "csinodes"}
+	resourceSliceResource         = schema.GroupResource{Group: "resource.k8s.io", Resource: "resourceslices"}
+	csrResource                   = schema.GroupResource{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}
+	podCertificateRequestResource = schema.GroupResource{Group: "certificates.k8s.io", Resource: "podcertificaterequests"}
+)
+
+// Validate judges a request from a node; requests from anyone else pass
+// untouched, before any object is read. It matches on the request's group
+// and resource, whatever the version.
+func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	nodeName, isNode := p.nodeIdentifier.NodeIdentity(a.GetUserInfo())
+	if !isNode {
+		return nil
+	}
+	if nodeName == "" {
+		// A node credential that names no node cannot be held to any node.
+		return admission.NewForbidden(a, fmt.Errorf("could not determine node from user %q", a.GetUserInfo().GetName()))
+	}
+
+	switch a.GetResource().GroupResource() {
+	case podResource:
+		switch a.GetSubresource() {
+		case "":
+			return p.validatePod(nodeName, a, o)
+		case "status":
+			return p.validatePodStatus(nodeName, a, o)
+		case "eviction":
+			return p.validatePodEviction(nodeName, a, o)
+		default:
+			return admission.NewForbidden(a, fmt.Errorf("unexpected pod subresource %q, only 'status' and 'eviction' are allowed", a.GetSubresource()))
+		}
+	case nodeResource:
+		return p.validateNode(nodeName, a, o)
+	case pvcResource:
+		if a.GetSubresource() != "status" {
+			return admission.NewForbidden(a, fmt.Errorf("may only update PVC status"))
+		}
+		return p.validatePVCStatus(nodeName, a, o)
+	case serviceAccountResource:
+		return p.validateServiceAccount(ctx, nodeName, a, o)
+	case podCertificateRequestResource:
+		return p.validatePodCertificateRequest(ctx, nodeName, a, o)
+	case leaseResource:
+		return p.validateLease(nodeName, a, o)
+	case csiNodeResource:
+		return p.validateCSINode(nodeName, a, o)
+	case resourceSliceResource:
+		return p.validateResourceSlice(nodeName, a, o)
+	case csrResource:
+		if p.gates.insecureKubeletCSRsPermitted {
+			return nil
+		}
+		return p.validateCSR(nodeName, a, o)
+	}
+	return nil
+}
+
+// authorizerAttributes builds the check both escape hatches ask the
+// authorizer: may this node use verb on resource (an audience or a signer,
+// not a real resource) for the named service account?
+func authorizerAttributes(a admission.Attributes, verb, resource, name string) authorizer.AttributesRecord {
+	return authorizer.AttributesRecord{
+		User:            a.GetUserInfo(),
+		Verb:            verb,
+		APIGroup:        a.GetResource().Group,
+		APIVersion:      a.GetResource().Version,
+		Resource:        resource,
+		Namespace:       a.GetNamespace(),
+		Name:            name,
+		ResourceRequest: true,
+	}
+}

@@ -1,0 +1,55 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// GroupName is the API group of the plugin configuration.
+const GroupName = "noderestriction.admission.admitkit.io"
+
+// Version is the version of the plugin configuration.
+const Version = "v1alpha1"
+
+// APIVersion is the apiVersion a configuration must declare.
+const APIVersion = GroupName + "/" + Version
+
+// Kind is the kind a configuration must declare.
+const Kind = "Configuration"
+
+// Configuration widens what a node may change on its own Node object beyond
+// Kubernetes' fixed set. Nothing listed here reaches the
+// node-restriction.kubernetes.io/ label namespace: it is the namespace
+// cluster administrators use to steer workloads to trusted nodes, so a node
+// may never set those labels itself.
+type Configuration struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// AllowedLabels are label keys a node may add, change or remove on its
+	// own Node, for example node-role.kubernetes.io/worker.
+	AllowedLabels []string `json:"allowedLabels,omitempty"`
+
+	// AllowedLabelPrefixes are label prefixes (the DNS subdomain before the
+	// "/" of a key, written with or without the trailing "/"): a node may
+	// add, change or remove any label whose prefix is exactly one of them.
+	AllowedLabelPrefixes []string `json:"allowedLabelPrefixes,omitempty"`
+
+	// AllowedTaintKeys are taint keys a node may add, change or remove on its
+	// own Node after registration. Changes to other taints stay forbidden.
+	AllowedTaintKeys []string `json:"allowedTaintKeys,omitempty"`
+}

@@ -1,0 +1,83 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Validate checks a configuration: its apiVersion and kind, that every label
+// key and taint key is a qualified name, every prefix a DNS subdomain, and
+// that nothing lists the reserved node-restriction.kubernetes.io namespace.
+// A nil configuration is valid and means Kubernetes' own behaviour.
+func (c *Configuration) Validate() field.ErrorList {
+	if c == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if c.APIVersion != APIVersion {
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), c.APIVersion, []string{APIVersion}))
+	}
+	if c.Kind != Kind {
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), c.Kind, []string{Kind}))
+	}
+
+	labelsPath := field.NewPath("allowedLabels")
+	for i, key := range c.AllowedLabels {
+		p := labelsPath.Index(i)
+		if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p, key, strings.Join(msgs, "; ")))
+			continue
+		}
+		if prefix, _, ok := strings.Cut(key, "/"); ok && IsReservedLabelPrefix(prefix) {
+			errs = append(errs, field.Invalid(p, key, reservedMessage))
+		}
+	}
+
+	prefixesPath := field.NewPath("allowedLabelPrefixes")
+	for i, prefix := range c.AllowedLabelPrefixes {
+		p := prefixesPath.Index(i)
+		trimmed := strings.TrimSuffix(prefix, "/")
+		if msgs := validation.IsDNS1123Subdomain(trimmed); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p, prefix, strings.Join(msgs, "; ")))
+			continue
+		}
+		if IsReservedLabelPrefix(trimmed) {
+			errs = append(errs, field.Invalid(p, prefix, reservedMessage))
+		}
+	}
+
+	taintsPath := field.NewPath("allowedTaintKeys")
+	for i, key := range c.AllowedTaintKeys {
+		if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(taintsPath.Index(i), key, strings.Join(msgs, "; ")))
+		}
+	}
+	return errs
+}
+
+const reservedMessage = "labels in the " + corev1.LabelNamespaceNodeRestriction + " namespace are reserved for cluster administrators and can never be allowed to nodes"
+
+// IsReservedLabelPrefix reports whether a label prefix is
+// node-restriction.kubernetes.io or one of its subdomains.
+func IsReservedLabelPrefix(prefix string) bool {
+	return prefix == corev1.LabelNamespaceNodeRestriction || strings.HasSuffix(prefix, "."+corev1.LabelNamespaceNodeRestriction)
+}

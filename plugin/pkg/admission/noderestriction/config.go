@@ -1,0 +1,108 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package noderestriction
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/apis/v1alpha1"
+)
+
+// LoadConfiguration reads the plugin's AdmissionConfiguration settings, YAML
+// or JSON, from config. A nil reader or an empty document returns nil, which
+// means Kubernetes' own behaviour. Unknown fields are errors, so that a typo
+// does not silently leave a node with fewer (or more) rights than intended;
+// so is any failure of Configuration.Validate, reported with the field path.
+func LoadConfiguration(config io.Reader) (*v1alpha1.Configuration, error) {
+	if config == nil {
+		return nil, nil
+	}
+	data, err := io.ReadAll(config)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading configuration: %w", PluginName, err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, nil
+	}
+	cfg := &v1alpha1.Configuration{}
+	if err := yaml.UnmarshalStrict(data, cfg); err != nil {
+		return nil, fmt.Errorf("%s: decoding configuration: %w", PluginName, err)
+	}
+	if errs := cfg.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("%s: invalid configuration: %w", PluginName, errs.ToAggregate())
+	}
+	return cfg, nil
+}
+
+// allowances is a validated Configuration in the form the rules look up.
+type allowances struct {
+	labels       map[string]struct{}
+	labelPrefix  map[string]struct{}
+	taintKeys    map[string]struct{}
+	hasTaintKeys bool
+}
+
+func newAllowances(cfg *v1alpha1.Configuration) allowances {
+	var al allowances
+	if cfg == nil {
+		return al
+	}
+	if len(cfg.AllowedLabels) > 0 {
+		al.labels = make(map[string]struct{}, len(cfg.AllowedLabels))
+		for _, k := range cfg.AllowedLabels {
+			al.labels[k] = struct{}{}
+		}
+	}
+	if len(cfg.AllowedLabelPrefixes) > 0 {
+		al.labelPrefix = make(map[string]struct{}, len(cfg.AllowedLabelPrefixes))
+		for _, p := range cfg.AllowedLabelPrefixes {
+			al.labelPrefix[strings.TrimSuffix(p, "/")] = struct{}{}
+		}
+	}
+	if len(cfg.AllowedTaintKeys) > 0 {
+		al.hasTaintKeys = true
+		al.taintKeys = make(map[string]struct{}, len(cfg.AllowedTaintKeys))
+		for _, k := range cfg.AllowedTaintKeys {
+			al.taintKeys[k] = struct{}{}
+		}
+	}
+	return al
+}
+
+// labelAllowed reports whether the configuration lets a node change key.
+// Validation has already kept reserved keys out of the lists, and
+// forbiddenLabels checks the reserved namespace before asking.
+func (al allowances) labelAllowed(key string) bool {
+	if _, ok := al.labels[key]; ok {
+		return true
+	}
+	if len(al.labelPrefix) == 0 {
+		return false
+	}
+	_, ok := al.labelPrefix[labelNamespace(key)]
+	return ok
+}
+
+func (al allowances) taintAllowed(key string) bool {
+	_, ok := al.taintKeys[key]
+	return ok
+}

@@ -1,0 +1,188 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package noderestriction
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission"
+)
+
+var nodeGVK = corev1.SchemeGroupVersion.WithKind("Node")
+
+// validateNode lets a node register, update and delete its own Node object
+// only, and keeps it from writing what would widen its own reach: labels
+// outside the kubelet's set (which would steer privileged workloads to
+// it), taints (removing one attracts workloads meant to stay away),
+// configSource (the Node authorizer grants access to what it names) and
+// ownerReferences.
+func (p *Plugin) validateNode(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) error {
+	// On create the apiserver fills the request name from the object.
+	if a.GetName() != nodeName {
+		return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify node %q", nodeName, a.GetName()))
+	}
+	switch a.GetOperation() {
+	case admission.Create:
+		node, err := versioned[corev1.Node](a.GetObject(), a, nodeGVK, o)
+		if err != nil {
+			return admission.NewForbidden(a, err)
+		}
+		if node.Spec.ConfigSource != nil {
+			// "pods" is upstream's wording.
+			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to create pods with a non-nil configSource", nodeName))
+		}
+		if forbidden := p.forbiddenLabels(modifiedLabels(node.Labels, nil)); len(forbidden) > 0 {
+			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to set the following labels: %s", nodeName, strings.Join(forbidden, ", ")))
+		}
+	case admission.Update:
+		node, err := versioned[corev1.Node](a.GetObject(), a, nodeGVK, o)
+		if err != nil {
+			return admission.NewForbidden(a, err)
+		}
+		oldNode, err := versioned[corev1.Node](a.GetOldObject(), a, nodeGVK, o)
+		if err != nil {
+			return admission.NewForbidden(a, err)
+		}
+		// Dropping configSource is fine: older kubelets clear fields they
+		// do not know on status updates.
+		if node.Spec.ConfigSource != nil && !apiequality.Semantic.DeepEqual(node.Spec.ConfigSource, oldNode.Spec.ConfigSource) {
+			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to update configSource to a new non-nil configSource", nodeName))
+		}
+		if !p.taintsUnchanged(node.Spec.Taints, oldNode.Spec.Taints) {
+			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify taints", nodeName))
+		}
+		if !apiequality.Semantic.DeepEqual(node.OwnerReferences, oldNode.OwnerReferences) {
+			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify ownerReferences", nodeName))
+		}
+		if forbidden := p.forbiddenLabels(modifiedLabels(node.Labels, oldNode.Labels)); len(forbidden) > 0 {
+			// Upstream's message has no node name here.
+			return admission.NewForbidden(a, fmt.Errorf("is not allowed to modify labels: %s", strings.Join(forbidden, ", ")))
+		}
+	}
+	return nil
+}
+
+// taintsUnchanged compares the taints a node may not touch. Without
+// allowed taint keys that is every taint, as in Kubernetes; with them, the
+// allowed keys are left out on both sides and the rest must be identical.
+func (p *Plugin) taintsUnchanged(newTaints, oldTaints []corev1.Taint) bool {
+	if !p.allow.hasTaintKeys {
+		return apiequality.Semantic.DeepEqual(newTaints, oldTaints)
+	}
+	return apiequality.Semantic.DeepEqual(p.withoutAllowedTaints(newTaints), p.withoutAllowedTaints(oldTaints))
+}
+
+func (p *Plugin) withoutAllowedTaints(taints []corev1.Taint) []corev1.Taint {
+	var kept []corev1.Taint
+	for _, t := range taints {
+		if !p.allow.taintAllowed(t.Key) {
+			kept = append(kept, t)
+		}
+	}
+	return kept
+}
+
+// modifiedLabels returns the keys added, removed or changed between two label sets.
+func modifiedLabels(a, b map[string]string) sets.Set[string] {
+	modified := sets.New[string]()
+	for k, va := range a {
+		if vb, ok := b[k]; !ok || va != vb {
+			modified.Insert(k)
+		}
+	}
+	for k, vb := range b {
+		if va, ok := a[k]; !ok || va != vb {
+			modified.Insert(k)
+		}
+	}
+	return modified
+}
+
+// forbiddenLabels returns, sorted, the keys among modified that a node may
+// not set. Unprefixed keys and keys outside kubernetes.io and k8s.io are
+// the cluster's own business and allowed; node-restriction.kubernetes.io
+// is reserved for administrators and never allowed; other kubernetes.io and
+// k8s.io keys are allowed only when they are kubelet labels or configured.
+func (p *Plugin) forbiddenLabels(modified sets.Set[string]) []string {
+	var forbidden []string
+	for key := range modified {
+		ns := labelNamespace(key)
+		switch {
+		case ns == corev1.LabelNamespaceNodeRestriction || strings.HasSuffix(ns, "."+corev1.LabelNamespaceNodeRestriction):
+			forbidden = append(forbidden, key)
+		case isKubernetesNamespace(ns) && !isKubeletLabel(key, ns) && !p.allow.labelAllowed(key):
+			forbidden = append(forbidden, key)
+		}
+	}
+	sort.Strings(forbidden)
+	return forbidden
+}
+
+// labelNamespace is the prefix of a label key, before the first "/"; an
+// unprefixed key has none.
+func labelNamespace(key string) string {
+	ns, _, found := strings.Cut(key, "/")
+	if !found {
+		return ""
+	}
+	return ns
+}
+
+func isKubernetesNamespace(ns string) bool {
+	return ns == "kubernetes.io" || strings.HasSuffix(ns, ".kubernetes.io") ||
+		ns == "k8s.io" || strings.HasSuffix(ns, ".k8s.io")
+}
+
+// kubeletLabels are the well-known labels a kubelet sets on its own Node
+// (k8s.io/kubelet pkg/apis, which is not among admitkit's dependencies).
+var kubeletLabels = sets.New(
+	corev1.LabelHostname,
+	corev1.LabelTopologyZone,
+	corev1.LabelTopologyRegion,
+	corev1.LabelFailureDomainBetaZone,
+	corev1.LabelFailureDomainBetaRegion,
+	corev1.LabelInstanceType,
+	corev1.LabelInstanceTypeStable,
+	corev1.LabelOSStable,
+	corev1.LabelArchStable,
+	"beta.kubernetes.io/os",
+	"beta.kubernetes.io/arch",
+)
+
+// kubeletLabelNamespaces are the label prefixes (with their subdomains)
+// reserved for kubelet-set labels.
+var kubeletLabelNamespaces = []string{
+	corev1.LabelNamespaceSuffixKubelet,
+	corev1.LabelNamespaceSuffixNode,
+}
+
+func isKubeletLabel(key, ns string) bool {
+	if kubeletLabels.Has(key) {
+		return true
+	}
+	for _, k := range kubeletLabelNamespaces {
+		if ns == k || strings.HasSuffix(ns, "."+k) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,137 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package noderestriction
+
+import (
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+)
+
+// Inside kube-apiserver an admission plugin sees internal objects
+// (k8s.io/kubernetes pkg/apis/...), which admitkit cannot import; elsewhere,
+// and in tests, it sees k8s.io/api types. The helpers here give a rule the
+// k8s.io/api view of an object: the object itself when it already is one,
+// otherwise a conversion through the scheme the admission chain hands us.
+// Rules call them only after identity and resource have been decided, and
+// only for the objects they read.
+
+// isNilObject reports a nil interface or a typed nil pointer, which a
+// careless caller (or the fuzzer) may put into the attributes.
+func isNilObject(obj runtime.Object) bool {
+	if obj == nil {
+		return true
+	}
+	v := reflect.ValueOf(obj)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// unexpectedType is the error a rule returns when the object is not the kind
+// it handles; the text matches upstream's.
+func unexpectedType(obj runtime.Object, cause error) error {
+	if cause != nil {
+		return fmt.Errorf("unexpected type %T: %v", obj, cause)
+	}
+	return fmt.Errorf("unexpected type %T", obj)
+}
+
+// convertObject converts obj into the versioned kind target with the
+// chain's scheme. A request's own kind (a.GetKind()) is the first choice when
+// it names the same group and kind, since the server certainly serves that
+// version; otherwise the preferred version is used.
+func convertObject(obj runtime.Object, a admission.Attributes, preferred schema.GroupVersionKind, o admission.ObjectInterfaces) (runtime.Object, error) {
+	if o == nil {
+		return nil, fmt.Errorf("no object convertor to read %v", preferred.GroupKind())
+	}
+	target := preferred
+	if k := a.GetKind(); k.Group == preferred.Group && k.Kind == preferred.Kind && k.Version != "" && k.Version != runtime.APIVersionInternal {
+		target = k
+	}
+	out, err := o.GetObjectCreater().New(target)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.GetObjectConvertor().Convert(obj, out, nil); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// versioned returns obj as *T: obj itself when it is one, else a conversion
+// to preferred. The boolean error reports why the object cannot be read as T.
+func versioned[T any, PT interface {
+	*T
+	runtime.Object
+}](obj runtime.Object, a admission.Attributes, preferred schema.GroupVersionKind, o admission.ObjectInterfaces) (PT, error) {
+	if isNilObject(obj) {
+		return nil, unexpectedType(obj, nil)
+	}
+	if typed, ok := obj.(PT); ok {
+		return typed, nil
+	}
+	out, err := convertObject(obj, a, preferred, o)
+	if err != nil {
+		return nil, unexpectedType(obj, err)
+	}
+	typed, ok := out.(PT)
+	if !ok || typed == nil {
+		return nil, unexpectedType(obj, nil)
+	}
+	return typed, nil
+}
+
+// isKind reports whether obj is of the given group and kind in any version,
+// internal included, without converting it. versionedTypes short-circuits
+// the common case; the typer answers for internal objects.
+func isKind(obj runtime.Object, gk schema.GroupKind, o admission.ObjectInterfaces, versionedTypes func(runtime.Object) bool) bool {
+	if isNilObject(obj) {
+		return false
+	}
+	if versionedTypes(obj) {
+		return true
+	}
+	if o == nil || o.GetObjectTyper() == nil {
+		return false
+	}
+	kinds, _, err := o.GetObjectTyper().ObjectKinds(obj)
+	if err != nil {
+		return false
+	}
+	for _, k := range kinds {
+		if k.GroupKind() == gk {
+			return true
+		}
+	}
+	return false
+}
+
+// objectName reads metadata.name of any object that has ObjectMeta;
+// internal and versioned objects share metav1.ObjectMeta.
+func objectName(obj runtime.Object) (string, error) {
+	if isNilObject(obj) {
+		return "", fmt.Errorf("no object")
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return "", err
+	}
+	return accessor.GetName(), nil
+}

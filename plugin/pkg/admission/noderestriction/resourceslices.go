@@ -1,0 +1,93 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package noderestriction
+
+import (
+	"errors"
+	"fmt"
+
+	resourcev1 "k8s.io/api/resource/v1"
+	resourcev1beta1 "k8s.io/api/resource/v1beta1"
+	resourcev1beta2 "k8s.io/api/resource/v1beta2"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
+)
+
+var resourceSliceGVK = resourcev1.SchemeGroupVersion.WithKind("ResourceSlice")
+
+// validateResourceSlice lets a node create and delete only the
+// ResourceSlices of its own node. Updates are left to the Node authorizer,
+// which sees the stored object; it cannot see the body of a create, nor
+// each object of a DeleteCollection, which reaches admission one by one.
+func (p *Plugin) validateResourceSlice(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) error {
+	switch a.GetOperation() {
+	case admission.Create:
+		sliceNode, err := resourceSliceNodeName(a.GetObject(), a, o)
+		if err != nil {
+			return admission.NewForbidden(a, err)
+		}
+		if sliceNode != nodeName {
+			return admission.NewForbidden(a, errors.New("can only create ResourceSlice with the same NodeName as the requesting node"))
+		}
+	case admission.Delete:
+		sliceNode, err := resourceSliceNodeName(a.GetOldObject(), a, o)
+		if err != nil {
+			return admission.NewForbidden(a, err)
+		}
+		if sliceNode != nodeName {
+			return admission.NewForbidden(a, errors.New("can only delete ResourceSlice with the same NodeName as the requesting node"))
+		}
+	}
+	return nil
+}
+
+// resourceSliceNodeName returns spec.nodeName of a ResourceSlice in any
+// served version, "" when unset (v1beta1 has a plain string, the others a
+// pointer; a node name is never empty, so "" cannot match).
+func resourceSliceNodeName(obj runtime.Object, a admission.Attributes, o admission.ObjectInterfaces) (string, error) {
+	if isNilObject(obj) {
+		return "", unexpectedType(obj, nil)
+	}
+	switch s := obj.(type) {
+	case *resourcev1.ResourceSlice:
+		return derefString(s.Spec.NodeName), nil
+	case *resourcev1beta2.ResourceSlice:
+		return derefString(s.Spec.NodeName), nil
+	case *resourcev1beta1.ResourceSlice:
+		return s.Spec.NodeName, nil
+	}
+	out, err := convertObject(obj, a, resourceSliceGVK, o)
+	if err != nil {
+		return "", unexpectedType(obj, err)
+	}
+	switch s := out.(type) {
+	case *resourcev1.ResourceSlice:
+		return derefString(s.Spec.NodeName), nil
+	case *resourcev1beta2.ResourceSlice:
+		return derefString(s.Spec.NodeName), nil
+	case *resourcev1beta1.ResourceSlice:
+		return s.Spec.NodeName, nil
+	}
+	return "", fmt.Errorf("unexpected type %T", obj)
+}
+
+func derefString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,122 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package noderestriction
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/apiserver/pkg/admission"
+)
+
+var (
+	pvcGVK     = corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")
+	csiNodeGVK = storagev1.SchemeGroupVersion.WithKind("CSINode")
+)
+
+// validatePVCStatus lets a node report a volume expansion on a PVC's
+// status (capacity and conditions, and with expansion recovery the
+// allocated resources), nothing else: the rest of the claim, labels and
+// finalizers included, is the user's and the controllers'.
+func (p *Plugin) validatePVCStatus(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) error {
+	if a.GetOperation() != admission.Update {
+		return admission.NewForbidden(a, fmt.Errorf("unexpected operation %q", a.GetOperation()))
+	}
+	oldPVC, err := versioned[corev1.PersistentVolumeClaim](a.GetOldObject(), a, pvcGVK, o)
+	if err != nil {
+		return admission.NewForbidden(a, err)
+	}
+	newPVC, err := versioned[corev1.PersistentVolumeClaim](a.GetObject(), a, pvcGVK, o)
+	if err != nil {
+		return admission.NewForbidden(a, err)
+	}
+	oldPVC = p.pvcWithoutNodeFields(oldPVC)
+	newPVC = p.pvcWithoutNodeFields(newPVC)
+	if !apiequality.Semantic.DeepEqual(oldPVC, newPVC) {
+		return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to update fields other than status.quantity and status.conditions: %v", nodeName, diff.Diff(oldPVC, newPVC)))
+	}
+	return nil
+}
+
+// pvcWithoutNodeFields returns a copy without the fields a node may write,
+// and without resourceVersion (an unconditional update leaves it empty) and
+// managedFields (which follow whatever changed).
+func (p *Plugin) pvcWithoutNodeFields(pvc *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
+	c := pvc.DeepCopy()
+	c.ResourceVersion = ""
+	c.ManagedFields = nil
+	c.Status.Capacity = nil
+	c.Status.Conditions = nil
+	if p.gates.expansionRecovery {
+		c.Status.AllocatedResources = nil
+		c.Status.AllocatedResourceStatuses = nil
+	}
+	return c
+}
+
+// validateCSINode lets a node write only its own CSINode, and with
+// CSIVolumeHealth report storage health through csinodes/status without
+// changing the driver list that the spec holds.
+func (p *Plugin) validateCSINode(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) error {
+	name := a.GetName()
+	if a.GetOperation() == admission.Create {
+		// The request name is not reliable on create; the object's is.
+		n, err := objectName(a.GetObject())
+		if err != nil {
+			return admission.NewForbidden(a, fmt.Errorf("unable to access the object name"))
+		}
+		name = n
+	}
+	if name != nodeName {
+		return admission.NewForbidden(a, fmt.Errorf("can only access CSINode with the same name as the requesting node"))
+	}
+	if a.GetSubresource() != "status" {
+		return nil
+	}
+	if !p.gates.csiVolumeHealth {
+		return admission.NewForbidden(a, fmt.Errorf("CSIVolumeHealth feature gate is disabled"))
+	}
+	if a.GetOperation() != admission.Update {
+		return admission.NewForbidden(a, fmt.Errorf("unexpected operation %q", a.GetOperation()))
+	}
+	oldSpec, err := csiNodeSpec(a.GetOldObject(), a, o)
+	if err != nil {
+		return admission.NewForbidden(a, err)
+	}
+	newSpec, err := csiNodeSpec(a.GetObject(), a, o)
+	if err != nil {
+		return admission.NewForbidden(a, err)
+	}
+	if !apiequality.Semantic.DeepEqual(oldSpec, newSpec) {
+		return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify CSINode spec via status", nodeName))
+	}
+	return nil
+}
+
+// csiNodeSpec returns a CSINode's spec in storage/v1 form, the only
+// version csinodes are served in.
+func csiNodeSpec(obj runtime.Object, a admission.Attributes, o admission.ObjectInterfaces) (*storagev1.CSINodeSpec, error) {
+	n, err := versioned[storagev1.CSINode](obj, a, csiNodeGVK, o)
+	if err != nil {
+		return nil, err
+	}
+	return &n.Spec, nil
+}
