@@ -109,7 +109,7 @@ func TestValidatePodPreset(t *testing.T) {
 			want: []string{"spec.volumes[0]: Required value: must specify a volume type"}},
 		{name: "volume with two sources", mutate: func(pp *settings.PodPreset) {
 			pp.Spec.Volumes[0].HostPath = &corev1.HostPathVolumeSource{Path: "/etc"}
-		// The first source in VolumeSource's field order is kept; the others are named.
+			// The first source in VolumeSource's field order is kept; the others are named.
 		}, want: []string{"spec.volumes[0].emptyDir: Forbidden: may not specify more than 1 volume type"}},
 		{name: "env without name", mutate: func(pp *settings.PodPreset) { pp.Spec.Env[0].Name = "" },
 			want: []string{"spec.env[0].name: Required value"}},
