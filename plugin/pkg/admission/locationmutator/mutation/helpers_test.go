@@ -1,0 +1,98 @@
+package mutation
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
+)
+
+func mustDecode(t testing.TB, doc string) *Mutator {
+	t.Helper()
+	m, err := Decode([]byte(doc))
+	if err != nil {
+		t.Fatalf("Decode: %v\n%s", err, doc)
+	}
+	return m
+}
+
+// obj reads a YAML object the way the apiserver would hand it over in
+// unstructured form (integers as int64).
+func obj(t testing.TB, doc string) map[string]any {
+	t.Helper()
+	var v Value
+	data, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Value == nil {
+		return map[string]any{}
+	}
+	return v.Value.(map[string]any)
+}
+
+func toYAML(v any) string {
+	out, err := yaml.Marshal(v)
+	if err != nil {
+		return err.Error()
+	}
+	return string(out)
+}
+
+func podTarget() *match.Target {
+	return &match.Target{
+		GVK:       schema.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Namespace: "default",
+		Name:      "web",
+		Labels:    labels.Set{},
+	}
+}
+
+// assign builds an Assign on v1 Pods from a location, a value in YAML and
+// optional pathTests written as "Condition subPath".
+func assign(t testing.TB, name, location, value string, tests ...string) *Mutator {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(`apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata:
+  name: ` + name + `
+spec:
+  applyTo:
+  - groups: [""]
+    versions: ["v1"]
+    kinds: ["Pod"]
+  location: '` + location + `'
+  parameters:
+`)
+	if len(tests) > 0 {
+		b.WriteString("    pathTests:\n")
+		for _, tc := range tests {
+			cond, sub, _ := strings.Cut(tc, " ")
+			b.WriteString("    - subPath: '" + sub + "'\n      condition: " + cond + "\n")
+		}
+	}
+	b.WriteString("    assign:\n      value: " + value + "\n")
+	return mustDecode(t, b.String())
+}
+
+func runOnce(t testing.TB, m *Mutator, o map[string]any) (bool, error) {
+	t.Helper()
+	return m.Mutate(o, Metadata{Namespace: "default", Name: "web"})
+}
+
+func equalYAML(t testing.TB, got map[string]any, want string) {
+	t.Helper()
+	w := obj(t, want)
+	if !jsonEqual(got, w) {
+		t.Fatalf("got:\n%s\nwant:\n%s", toYAML(got), toYAML(w))
+	}
+}

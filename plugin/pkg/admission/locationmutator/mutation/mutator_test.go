@@ -1,0 +1,289 @@
+package mutation
+
+import (
+	"strings"
+	"testing"
+)
+
+// The pathTest table of the spec's section 2.6.
+func TestPathTests(t *testing.T) {
+	const greet = "spec.please.greet.me"
+	tests := []struct {
+		name   string
+		m      func(t *testing.T) *Mutator
+		before string
+		after  string
+	}{
+		{"parents are created", func(t *testing.T) *Mutator { return assign(t, "a", greet, "hello") }, `{}`, `spec: {please: {greet: {me: hello}}}`},
+		{"MustExist on a missing value", func(t *testing.T) *Mutator { return assign(t, "a", greet, "hello", "MustExist "+greet) }, `{}`, `{}`},
+		{"MustExist with only the parent there", func(t *testing.T) *Mutator { return assign(t, "a", greet, "hello", "MustExist "+greet) }, `spec: {please: {greet: {}}}`, `spec: {please: {greet: {}}}`},
+		{"MustExist overwrites", func(t *testing.T) *Mutator { return assign(t, "a", greet, "hello", "MustExist "+greet) }, `spec: {please: {greet: {me: never}}}`, `spec: {please: {greet: {me: hello}}}`},
+		{"MustNotExist keeps a value (default if unset)", func(t *testing.T) *Mutator { return assign(t, "a", greet, "hello", "MustNotExist "+greet) }, `spec: {please: {greet: {me: never}}}`, `spec: {please: {greet: {me: never}}}`},
+		{"no partial mutation when a deeper test fails", func(t *testing.T) *Mutator {
+			return assign(t, "a", greet, "hello", "MustExist spec.please.greet", "MustNotExist "+greet)
+		}, `spec: {please: {}}`, `spec: {please: {}}`},
+		{"sidecar is not clobbered", func(t *testing.T) *Mutator {
+			return assign(t, "a", "spec.containers[name:sidecar]", "{name: sidecar}", "MustNotExist spec.containers[name:sidecar]")
+		}, `spec: {containers: [{name: sidecar, image: x}]}`, `spec: {containers: [{name: sidecar, image: x}]}`},
+		{"sidecar is replaced when it must exist", func(t *testing.T) *Mutator {
+			return assign(t, "a", "spec.containers[name:sidecar]", "{name: sidecar, clobbered: 'yes'}", "MustExist spec.containers[name:sidecar]")
+		}, `spec: {containers: [{name: sidecar, image: x}]}`, `spec: {containers: [{name: sidecar, clobbered: 'yes'}]}`},
+		{"sidecar is not created when it must exist", func(t *testing.T) *Mutator {
+			return assign(t, "a", "spec.containers[name:sidecar]", "{name: sidecar}", "MustExist spec.containers[name:sidecar]")
+		}, `spec: {containers: [{name: app}]}`, `spec: {containers: [{name: app}]}`},
+		{"no empty element is created", func(t *testing.T) *Mutator {
+			return assign(t, "a", "spec.containers[name:c2].securityPolicy", "foo", "MustExist spec.containers[name:c2]")
+		}, `spec: {containers: [{name: c1}]}`, `spec: {containers: [{name: c1}]}`},
+		{"MustNotExist through a glob sets only missing values", func(t *testing.T) *Mutator {
+			return assign(t, "a", "spec.containers[name:*].securityPolicy", "new", "MustNotExist spec.containers[name:*].securityPolicy")
+		}, `spec: {containers: [{name: c1, securityPolicy: old}, {name: c2}]}`, `spec: {containers: [{name: c1, securityPolicy: old}, {name: c2, securityPolicy: new}]}`},
+		{"MustNotExist on a glob level is never satisfied", func(t *testing.T) *Mutator {
+			return assign(t, "a", "spec.containers[name:*].x", "new", "MustNotExist spec.containers[name:*]")
+		}, `spec: {containers: [{name: c1}]}`, `spec: {containers: [{name: c1}]}`},
+		{"explicit null counts as missing for MustNotExist (#3463)", func(t *testing.T) *Mutator {
+			return assign(t, "a", "spec.initContainers[name:*].image", "x", "MustNotExist spec.initContainers")
+		}, `spec: {initContainers: null}`, `spec: {initContainers: null}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.m(t)
+			o := obj(t, tc.before)
+			if _, err := runOnce(t, m, o); err != nil {
+				t.Fatal(err)
+			}
+			equalYAML(t, o, tc.after)
+			// A second run must change nothing: every mutator is idempotent.
+			if changed, err := runOnce(t, m, o); err != nil || changed {
+				t.Fatalf("second run changed=%v err=%v", changed, err)
+			}
+		})
+	}
+}
+
+func TestAssign(t *testing.T) {
+	tests := []struct {
+		name     string
+		location string
+		value    string
+		before   string
+		after    string
+		wantErr  string
+	}{
+		{"glob sets every element", "spec.containers[name: *].imagePullPolicy", "Always",
+			`spec: {containers: [{name: a}, {name: b, imagePullPolicy: Never}]}`,
+			`spec: {containers: [{name: a, imagePullPolicy: Always}, {name: b, imagePullPolicy: Always}]}`, ""},
+		{"glob over a missing list creates nothing", "spec.containers[name: *].imagePullPolicy", "Always", `spec: {}`, `spec: {}`, ""},
+		{"glob includes elements without the key", "spec.containers[name: *].x", "1", `spec: {containers: [{image: a}]}`, `spec: {containers: [{image: a, x: 1}]}`, ""},
+		{"keyed element is created with its key", "spec.template.spec.containers[name: nginx].env[name: FOO].value", "bar", `{}`,
+			`spec: {template: {spec: {containers: [{name: nginx, env: [{name: FOO, value: bar}]}]}}}`, ""},
+		{"integer key is created as an integer", "spec.containers[name: *].ports[containerPort: 80].protocol", "TCP",
+			`spec: {containers: [{name: a, ports: [{containerPort: 80}]}, {name: b}]}`,
+			`spec: {containers: [{name: a, ports: [{containerPort: 80, protocol: TCP}]}, {name: b, ports: [{containerPort: 80, protocol: TCP}]}]}`, ""},
+		{"string key does not match an integer", `spec.ports[port: "80"].name`, "http", `spec: {ports: [{port: 80}]}`,
+			`spec: {ports: [{port: 80}, {port: "80", name: http}]}`, ""},
+		{"whole element with an integer key (numbers normalised)", "spec.ports[containerPort: 80]", "{containerPort: 80, protocol: UDP}",
+			`spec: {ports: [{containerPort: 80, protocol: TCP}, {containerPort: 81}]}`,
+			`spec: {ports: [{containerPort: 80, protocol: UDP}, {containerPort: 81}]}`, ""},
+		{"whole element is appended", "spec.containers[name: side]", "{name: side, image: s}", `spec: {containers: [{name: a}]}`,
+			`spec: {containers: [{name: a}, {name: side, image: s}]}`, ""},
+		{"explicit null is missing (#3463)", "spec.initContainers[name: *].image", "x", `spec: {initContainers: null}`, `spec: {initContainers: null}`, ""},
+		{"explicit null parent is replaced", "spec.securityContext.runAsNonRoot", "true", `spec: {securityContext: null}`, `spec: {securityContext: {runAsNonRoot: true}}`, ""},
+		{"object value", "spec.resources", "{limits: {cpu: '1'}}", `spec: {}`, `spec: {resources: {limits: {cpu: '1'}}}`, ""},
+		{"a number equals itself however it was decoded", "spec.replicas", "3.0", `spec: {replicas: 3}`, `spec: {replicas: 3}`, ""},
+		{"type mismatch is an error", "spec.containers[name: *].image", "x", `spec: {containers: {a: b}}`, "", "expects a list"},
+		{"non-object element is an error", "spec.containers[name: *].image", "x", `spec: {containers: [a]}`, "", "list elements that are objects"},
+		{"non-object parent is an error", "spec.x.y", "1", `spec: {x: 3}`, "", "expects an object"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := assign(t, "a", tc.location, tc.value)
+			o := obj(t, tc.before)
+			_, err := runOnce(t, m, o)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			equalYAML(t, o, tc.after)
+			if changed, err := runOnce(t, m, o); err != nil || changed {
+				t.Fatalf("second run changed=%v err=%v", changed, err)
+			}
+		})
+	}
+}
+
+func TestAssignValueIsNotShared(t *testing.T) {
+	m := assign(t, "a", "spec.containers[name: *].securityContext", "{runAsNonRoot: true}")
+	o := obj(t, `spec: {containers: [{name: a}, {name: b}]}`)
+	if _, err := runOnce(t, m, o); err != nil {
+		t.Fatal(err)
+	}
+	cs := o["spec"].(map[string]any)["containers"].([]any)
+	cs[0].(map[string]any)["securityContext"].(map[string]any)["x"] = 1
+	if _, ok := cs[1].(map[string]any)["securityContext"].(map[string]any)["x"]; ok {
+		t.Fatal("the assigned value is shared between elements")
+	}
+	if _, ok := m.value.(map[string]any)["x"]; ok {
+		t.Fatal("the mutator's own value was changed")
+	}
+}
+
+func TestFromMetadata(t *testing.T) {
+	m := mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: ns}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: spec.containers[name:*].env[name:NAMESPACE].value
+  parameters:
+    assign:
+      fromMetadata: {field: namespace}
+`)
+	o := obj(t, `spec: {containers: [{name: a}]}`)
+	if _, err := m.Mutate(o, Metadata{Namespace: "prod", Name: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	equalYAML(t, o, `spec: {containers: [{name: a, env: [{name: NAMESPACE, value: prod}]}]}`)
+}
+
+func TestAssignMetadata(t *testing.T) {
+	label := func(value string) *Mutator {
+		return mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1
+kind: AssignMetadata
+metadata: {name: owner}
+spec:
+  location: metadata.labels.owner
+  parameters:
+    assign:
+      `+value+`
+`)
+	}
+	tests := []struct {
+		name          string
+		m             *Mutator
+		before, after string
+	}{
+		{"adds a label", label("value: admin"), `metadata: {name: x}`, `metadata: {name: x, labels: {owner: admin}}`},
+		{"never overwrites", label("value: admin"), `metadata: {labels: {owner: bob}}`, `metadata: {labels: {owner: bob}}`},
+		{"from the name", label("fromMetadata: {field: name}"), `metadata: {}`, `metadata: {labels: {owner: web}}`},
+		{"null labels are missing", label("value: admin"), `metadata: {labels: null}`, `metadata: {labels: {owner: admin}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := obj(t, tc.before)
+			if _, err := runOnce(t, tc.m, o); err != nil {
+				t.Fatal(err)
+			}
+			equalYAML(t, o, tc.after)
+		})
+	}
+	annotation := mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1beta1
+kind: AssignMetadata
+metadata: {name: role}
+spec:
+  location: metadata.annotations.'eks.amazonaws.com/role-arn'
+  parameters: {assign: {value: arn}}
+`)
+	o := obj(t, `metadata: {}`)
+	if _, err := runOnce(t, annotation, o); err != nil {
+		t.Fatal(err)
+	}
+	equalYAML(t, o, `metadata: {annotations: {eks.amazonaws.com/role-arn: arn}}`)
+}
+
+func TestModifySet(t *testing.T) {
+	set := func(op, values string) *Mutator {
+		return mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1
+kind: ModifySet
+metadata: {name: args}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: spec.containers[name:*].args
+  parameters:
+    operation: `+op+`
+    values: {fromList: `+values+`}
+`)
+	}
+	tests := []struct {
+		name          string
+		m             *Mutator
+		before, after string
+		wantErr       string
+	}{
+		{"prune removes every copy, keeping order", set("prune", `["--alsologtostderr"]`),
+			`spec: {containers: [{name: a, args: [a, --alsologtostderr, b, --alsologtostderr]}]}`, `spec: {containers: [{name: a, args: [a, b]}]}`, ""},
+		{"prune of a missing list leaves it missing", set("prune", `[x]`), `spec: {containers: [{name: a}]}`, `spec: {containers: [{name: a}]}`, ""},
+		{"merge creates the list", set("merge", `["--alsologtostderr"]`), `spec: {containers: [{name: a}]}`, `spec: {containers: [{name: a, args: [--alsologtostderr]}]}`, ""},
+		{"merge appends what is missing", set("merge", `[b, c]`), `spec: {containers: [{name: a, args: [c, a]}]}`, `spec: {containers: [{name: a, args: [c, a, b]}]}`, ""},
+		{"merge compares objects deeply", set("", `[{name: X, value: "1"}]`), `spec: {containers: [{name: a, args: [{name: X, value: "1"}]}]}`, `spec: {containers: [{name: a, args: [{name: X, value: "1"}]}]}`, ""},
+		{"merge compares numbers by value", set("merge", `[1000]`), `spec: {containers: [{name: a, args: [1000]}]}`, `spec: {containers: [{name: a, args: [1000]}]}`, ""},
+		{"not a list is an error", set("merge", `[a]`), `spec: {containers: [{name: a, args: x}]}`, "", "not a list of values"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := obj(t, tc.before)
+			_, err := runOnce(t, tc.m, o)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			equalYAML(t, o, tc.after)
+			if changed, err := runOnce(t, tc.m, o); err != nil || changed {
+				t.Fatalf("second run changed=%v err=%v", changed, err)
+			}
+		})
+	}
+}
+
+func TestAssignImage(t *testing.T) {
+	img := func(params string) *Mutator {
+		return mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1alpha1
+kind: AssignImage
+metadata: {name: img}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: spec.containers[name:*].image
+  parameters: `+params+`
+`)
+	}
+	const digest = "@sha256:0123456789abcdef0123456789abcdef"
+	tests := []struct {
+		name, params, before, after string
+	}{
+		{"tag to digest", `{assignTag: "` + digest + `"}`, "my.registry.io:2000/repo/app:latest", "my.registry.io:2000/repo/app" + digest},
+		{"domain added", `{assignDomain: mirror.io}`, "nginx", "mirror.io/nginx"},
+		{"domain replaced", `{assignDomain: localhost:5000}`, "docker.io/library/nginx:1", "localhost:5000/library/nginx:1"},
+		{"path of a bare name", `{assignPath: lib/app}`, "nginx:1", "lib/app:1"},
+		{"everything", `{assignDomain: a.b.c, assignPath: lib/repo, assignTag: ":latest"}`, "x/y@sha256:ff", "a.b.c/lib/repo:latest"},
+		{"missing image is filled", `{assignDomain: a.b.c, assignPath: lib/repo}`, "", "a.b.c/lib/repo"},
+		{"a first part without a dot is a path", `{assignDomain: a.io}`, "library/nginx", "a.io/library/nginx"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := img(tc.params)
+			o := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "a"}}}}
+			if tc.before != "" {
+				o["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"] = tc.before
+			}
+			if _, err := runOnce(t, m, o); err != nil {
+				t.Fatal(err)
+			}
+			got := o["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"]
+			if got != tc.after {
+				t.Fatalf("image %q, want %q", got, tc.after)
+			}
+			if changed, _ := runOnce(t, m, o); changed {
+				t.Fatal("AssignImage did not converge in one pass")
+			}
+		})
+	}
+}

@@ -1,0 +1,129 @@
+package mutation
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
+)
+
+// Each mutator with an applyTo implies a schema for the kinds it binds to:
+// every value along its location is an object, a list keyed by some field,
+// or (at the end) a set, a string or anything. Two mutators that imply
+// different types for the same value, in the same binding, cannot both be
+// right, and running both could keep the object from converging.
+
+type impliedType struct {
+	kind string // "object", "list", "set", "string"; "" for anything
+	key  string // key field of a list
+}
+
+func (t impliedType) String() string {
+	switch t.kind {
+	case "list":
+		return "a list keyed by " + path.Quote(t.key)
+	case "":
+		return "any value"
+	default:
+		return "a " + t.kind
+	}
+}
+
+func (m *Mutator) terminalType() impliedType {
+	switch m.id.Kind {
+	case KindModifySet:
+		return impliedType{kind: "set"}
+	case KindAssignImage:
+		// A string, and nothing may be written below it.
+		return impliedType{kind: "string"}
+	}
+	return impliedType{}
+}
+
+type schemaUse struct {
+	m *Mutator
+	t impliedType
+}
+
+// checkSchemas returns one error per pair of conflicting mutators, naming
+// both, the location and the first binding where they disagree.
+func checkSchemas(ms []*Mutator) []error {
+	type slot struct {
+		b   Binding
+		loc string
+	}
+	uses := map[slot][]schemaUse{}
+	var order []slot
+	for _, m := range ms {
+		if m.bindings == nil {
+			continue
+		}
+		var key strings.Builder
+		for i, n := range m.nodes {
+			switch n := n.(type) {
+			case path.Object:
+				if i > 0 {
+					key.WriteByte('.')
+				}
+				key.WriteString(path.Quote(n.Reference))
+			case path.List:
+				// Globs and key values share the element schema.
+				key.WriteString("[" + path.Quote(n.KeyField) + "]")
+			}
+			t := m.terminalType()
+			if i+1 < len(m.nodes) {
+				switch next := m.nodes[i+1].(type) {
+				case path.Object:
+					t = impliedType{kind: "object"}
+				case path.List:
+					t = impliedType{kind: "list", key: next.KeyField}
+				}
+			}
+			if t.kind == "" {
+				continue
+			}
+			for _, b := range m.bindings {
+				s := slot{b: b, loc: key.String()}
+				if _, ok := uses[s]; !ok {
+					order = append(order, s)
+				}
+				uses[s] = append(uses[s], schemaUse{m: m, t: t})
+			}
+		}
+	}
+	type pair struct{ a, b ID }
+	seen := map[pair]bool{}
+	var errs []error
+	for _, s := range order {
+		us := uses[s]
+		for i := range us {
+			for j := i + 1; j < len(us); j++ {
+				a, b := us[i], us[j]
+				if a.t == b.t || a.m == b.m {
+					continue
+				}
+				if b.m.id.less(a.m.id) {
+					a, b = b, a
+				}
+				p := pair{a.m.id, b.m.id}
+				if seen[p] {
+					continue
+				}
+				seen[p] = true
+				errs = append(errs, fmt.Errorf("%s %q and %s %q conflict: for %s %s, %s is %s to the first and %s to the second",
+					a.m.id.Kind, a.m.id.Name, b.m.id.Kind, b.m.id.Name,
+					bindingString(s.b), s.b.Operation, s.loc, a.t, b.t))
+			}
+		}
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return errs
+}
+
+func bindingString(b Binding) string {
+	if b.GVK.Group == "" {
+		return b.GVK.Version + "/" + b.GVK.Kind
+	}
+	return b.GVK.Group + "/" + b.GVK.Version + "/" + b.GVK.Kind
+}

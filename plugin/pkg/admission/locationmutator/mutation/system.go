@@ -1,0 +1,257 @@
+package mutation
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
+)
+
+// ErrNotConverging is wrapped by the error of an object that still changed
+// on the last pass allowed.
+var ErrNotConverging = errors.New("mutation not converging")
+
+// System runs a fixed set of mutators. It is immutable once built, so it is
+// safe for concurrent use.
+type System struct {
+	mutators []*Mutator
+	// byBinding holds, for every binding some applyTo names, the mutators
+	// that bind to it merged with the kind-independent ones, in run order.
+	byBinding map[Binding][]*Mutator
+	// anyKind are the mutators without applyTo (AssignMetadata), in run
+	// order; they are the candidates of every other binding.
+	anyKind         []*Mutator
+	needsNamespaces bool
+}
+
+// NewSystem orders the mutators (by kind, then name) and indexes them by
+// binding. Duplicate mutators and schema conflicts are errors that name
+// every mutator involved.
+func NewSystem(ms []*Mutator) (*System, error) {
+	sorted := slices.Clone(ms)
+	slices.SortStableFunc(sorted, func(a, b *Mutator) int {
+		switch {
+		case a.id.less(b.id):
+			return -1
+		case b.id.less(a.id):
+			return 1
+		}
+		return 0
+	})
+	var errs []error
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i].id == sorted[i-1].id {
+			errs = append(errs, fmt.Errorf("%s %q: metadata.name: Duplicate value: %q", sorted[i].id.Kind, sorted[i].id.Name, sorted[i].id.Name))
+		}
+	}
+	errs = append(errs, checkSchemas(sorted)...)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	s := &System{mutators: sorted, byBinding: map[Binding][]*Mutator{}}
+	for _, m := range sorted {
+		if m.matcher.NeedsNamespaceLabels() {
+			s.needsNamespaces = true
+		}
+		if m.bindings == nil {
+			s.anyKind = append(s.anyKind, m)
+			continue
+		}
+		for _, b := range m.bindings {
+			s.byBinding[b] = append(s.byBinding[b], m)
+		}
+	}
+	for b, list := range s.byBinding {
+		merged := append(slices.Clone(list), s.anyKind...)
+		slices.SortStableFunc(merged, func(a, b *Mutator) int {
+			if a.id.less(b.id) {
+				return -1
+			}
+			if b.id.less(a.id) {
+				return 1
+			}
+			return 0
+		})
+		s.byBinding[b] = merged
+	}
+	return s, nil
+}
+
+// Len is the number of mutators.
+func (s *System) Len() int { return len(s.mutators) }
+
+// Mutators returns the mutators in run order.
+func (s *System) Mutators() []*Mutator { return slices.Clone(s.mutators) }
+
+// NeedsNamespaceLabels reports whether some mutator has a namespaceSelector.
+func (s *System) NeedsNamespaceLabels() bool { return s.needsNamespaces }
+
+// Candidates returns, in run order, the mutators that may apply to an
+// object of this kind on this operation; their match still has to be
+// tested. It is a map lookup and allocates nothing, so a request for a kind
+// no mutator names costs next to nothing however many mutators there are.
+func (s *System) Candidates(gvk schema.GroupVersionKind, operation string) []*Mutator {
+	if operation != OperationCreate && operation != OperationUpdate {
+		return nil
+	}
+	if list, ok := s.byBinding[Binding{GVK: gvk, Operation: operation}]; ok {
+		return list
+	}
+	return s.anyKind
+}
+
+// AnyMatches reports whether one of the candidates matches t.
+func AnyMatches(candidates []*Mutator, t *match.Target) (bool, error) {
+	for _, m := range candidates {
+		ok, err := m.matcher.Matches(t)
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", m.id, err)
+		}
+		if ok {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Result says what Mutate did.
+type Result struct {
+	// Applied lists, in run order, every mutator that changed the object in
+	// some pass.
+	Applied []ID
+	// Passes is the number of passes run.
+	Passes int
+}
+
+// Mutated reports whether the object changed.
+func (r Result) Mutated() bool { return len(r.Applied) > 0 }
+
+// Mutate runs the candidates over obj (in place) until a pass changes
+// nothing. The matches are tested again on every pass against the object
+// as it now is, since an AssignMetadata may have added a label a selector
+// looks at. At most N+1 passes run, N being the number of mutators that
+// matched; an object still changing after that is an error naming it and
+// the mutators that changed it on the last pass.
+//
+// Mutators report real changes, so a pass that writes nothing proves
+// convergence without a copy. Two mutators that write different values to
+// the same place both report a change on every pass although the object
+// ends each pass the same; from the third pass on (reached only when at
+// least two mutators matched), a pass that writes is therefore compared
+// with a snapshot taken before it. That costs a copy only for such objects
+// and ends them where Gatekeeper's deep comparison would.
+func Mutate(candidates []*Mutator, obj map[string]any, t *match.Target) (Result, error) {
+	var res Result
+	var applied []bool
+	matched := 0
+	var snapshot map[string]any
+	for pass := 1; ; pass++ {
+		res.Passes = pass
+		if pass >= 3 {
+			snapshot = deepCopyJSON(obj).(map[string]any)
+		}
+		md := Metadata{Namespace: t.Namespace, Name: t.Name}
+		if pass > 1 {
+			t.Labels = labelsOf(obj)
+		}
+		changed := false
+		var changedBy []ID
+		thisPass := 0
+		for i, m := range candidates {
+			ok, err := m.matcher.Matches(t)
+			if err != nil {
+				return res, fmt.Errorf("%s: %s: %w", describe(t), m.id, err)
+			}
+			if !ok {
+				continue
+			}
+			thisPass++
+			c, err := m.Mutate(obj, md)
+			if err != nil {
+				return res, fmt.Errorf("%s: %w", describe(t), err)
+			}
+			if c {
+				changed = true
+				if applied == nil {
+					applied = make([]bool, len(candidates))
+				}
+				applied[i] = true
+				changedBy = append(changedBy, m.id)
+			}
+		}
+		matched = max(matched, thisPass)
+		if changed && snapshot != nil && jsonEqual(snapshot, obj) {
+			changed = false
+		}
+		if !changed {
+			for i, a := range applied {
+				if a {
+					res.Applied = append(res.Applied, candidates[i].id)
+				}
+			}
+			if klog.V(5).Enabled() && res.Mutated() {
+				klog.InfoS("LocationMutator converged", "object", describe(t), "passes", pass, "applied", res.Applied)
+			}
+			return res, nil
+		}
+		if pass >= matched+1 {
+			names := make([]string, len(changedBy))
+			for i, id := range changedBy {
+				names[i] = id.String()
+			}
+			return res, fmt.Errorf("%w: %s still changed after %d passes, by %s", ErrNotConverging, describe(t), pass, strings.Join(names, ", "))
+		}
+	}
+}
+
+// describe names the object in errors: group, kind, namespace and name (or
+// generateName when the name is not known yet).
+func describe(t *match.Target) string {
+	gk := t.GVK.Kind
+	if t.GVK.Group != "" {
+		gk = t.GVK.Kind + "." + t.GVK.Group
+	}
+	name := t.Name
+	if name == "" && t.GenerateName != "" {
+		name = t.GenerateName + "*"
+	}
+	if t.Namespace != "" {
+		return fmt.Sprintf("%s %s/%s", gk, t.Namespace, name)
+	}
+	return fmt.Sprintf("%s %s", gk, name)
+}
+
+// labelsOf reads metadata.labels from an unstructured object without
+// copying it.
+func labelsOf(obj map[string]any) LabelMap {
+	md, _ := obj["metadata"].(map[string]any)
+	l, _ := md["labels"].(map[string]any)
+	return LabelMap(l)
+}
+
+// LabelMap presents the labels of an unstructured object to a selector.
+// Values that are not strings read as missing.
+type LabelMap map[string]any
+
+// Has reports whether the label is set to a string.
+func (l LabelMap) Has(key string) bool {
+	_, ok := l[key].(string)
+	return ok
+}
+
+// Get returns the label's value, or "".
+func (l LabelMap) Get(key string) string {
+	s, _ := l[key].(string)
+	return s
+}
+
+// Lookup returns the label's value and whether it is set.
+func (l LabelMap) Lookup(key string) (string, bool) {
+	s, ok := l[key].(string)
+	return s, ok
+}
