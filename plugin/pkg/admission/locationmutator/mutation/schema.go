@@ -25,6 +25,8 @@ func (t impliedType) String() string {
 		return "a list keyed by " + path.Quote(t.key)
 	case "":
 		return "any value"
+	case "object":
+		return "an object"
 	default:
 		return "a " + t.kind
 	}
@@ -111,7 +113,7 @@ func checkSchemas(ms []*Mutator) []error {
 					continue
 				}
 				seen[p] = true
-				errs = append(errs, fmt.Errorf("%s %q and %s %q conflict: for %s %s, %s is %s to the first and %s to the second",
+				errs = append(errs, fmt.Errorf("%s %q and %s %q conflict: for %s %s, %s is used as %s by the first and as %s by the second",
 					a.m.id.Kind, a.m.id.Name, b.m.id.Kind, b.m.id.Name,
 					bindingString(s.b), s.b.Operation, s.loc, a.t, b.t))
 			}

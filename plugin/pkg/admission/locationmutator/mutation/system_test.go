@@ -1,0 +1,297 @@
+package mutation
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func mustSystem(t testing.TB, ms ...*Mutator) *System {
+	t.Helper()
+	s, err := NewSystem(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestSystemOrderAndConvergence(t *testing.T) {
+	// Run order is kind, then name: Assign "b" before Assign "c" before
+	// AssignMetadata before ModifySet, whatever the input order.
+	set := mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1
+kind: ModifySet
+metadata: {name: a-args}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: spec.containers[name:*].args
+  parameters: {values: {fromList: [--v=2]}}
+`)
+	label := mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1
+kind: AssignMetadata
+metadata: {name: a-label}
+spec:
+  location: metadata.labels.mutated
+  parameters: {assign: {value: "yes"}}
+`)
+	c := assign(t, "c", "spec.containers[name: sidecar].image", "sidecar:1")
+	b := assign(t, "b", "spec.containers[name: *].imagePullPolicy", "Always")
+	s := mustSystem(t, set, label, c, b)
+	var order []string
+	for _, m := range s.Mutators() {
+		order = append(order, m.ID().String())
+	}
+	if got := strings.Join(order, ","); got != "Assign/b,Assign/c,AssignMetadata/a-label,ModifySet/a-args" {
+		t.Fatalf("order %s", got)
+	}
+	o := obj(t, `{metadata: {name: web}, spec: {containers: [{name: app}]}}`)
+	tg := podTarget()
+	res, err := Mutate(s.Candidates(tg.GVK, OperationCreate), o, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b ran before c created the sidecar, so the sidecar only gets its pull
+	// policy on the second pass; the third pass proves nothing changes.
+	equalYAML(t, o, `{metadata: {name: web, labels: {mutated: "yes"}}, spec: {containers: [
+  {name: app, imagePullPolicy: Always, args: [--v=2]},
+  {name: sidecar, image: "sidecar:1", imagePullPolicy: Always, args: [--v=2]}]}}`)
+	if res.Passes != 3 || len(res.Applied) != 4 {
+		t.Fatalf("passes %d applied %v", res.Passes, res.Applied)
+	}
+	res, err = Mutate(s.Candidates(tg.GVK, OperationCreate), o, podTarget())
+	if err != nil || res.Mutated() || res.Passes != 1 {
+		t.Fatalf("second admission: %+v %v", res, err)
+	}
+}
+
+func TestSystemLabelsAreReadEachPass(t *testing.T) {
+	label := mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1
+kind: AssignMetadata
+metadata: {name: team}
+spec:
+  location: metadata.labels.team
+  parameters: {assign: {value: a}}
+`)
+	m := mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: by-team}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  match: {labelSelector: {matchLabels: {team: a}}}
+  location: spec.priorityClassName
+  parameters: {assign: {value: team-a}}
+`)
+	s := mustSystem(t, label, m)
+	o := obj(t, `{metadata: {name: web}, spec: {}}`)
+	tg := podTarget()
+	if _, err := Mutate(s.Candidates(tg.GVK, OperationCreate), o, tg); err != nil {
+		t.Fatal(err)
+	}
+	equalYAML(t, o, `{metadata: {name: web, labels: {team: a}}, spec: {priorityClassName: team-a}}`)
+}
+
+func TestSystemFightConvergesLikeGatekeeper(t *testing.T) {
+	// Two mutators writing the same place are out of scope for conflict
+	// detection; the later one (by name) wins and the object converges.
+	s := mustSystem(t, assign(t, "one", "spec.x", "1"), assign(t, "two", "spec.x", "2"))
+	o := obj(t, `spec: {}`)
+	res, err := Mutate(s.Candidates(podTarget().GVK, OperationCreate), o, podTarget())
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalYAML(t, o, `spec: {x: 2}`)
+	if res.Passes > 3 {
+		t.Fatalf("%d passes for two mutators", res.Passes)
+	}
+}
+
+func TestSystemNonConvergence(t *testing.T) {
+	// No manifest can express a mutator that never settles, so break one on
+	// purpose: NaN never equals itself.
+	m := assign(t, "nan", "spec.x", "0")
+	m.value = math.NaN()
+	s := mustSystem(t, m, assign(t, "fine", "spec.y", "1"))
+	tg := podTarget()
+	tg.GVK = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	tg.Name, tg.GenerateName = "", "web-"
+	_, err := Mutate(s.Candidates(tg.GVK, OperationCreate), obj(t, `spec: {}`), tg)
+	if !errors.Is(err, ErrNotConverging) {
+		t.Fatalf("error %v, want ErrNotConverging", err)
+	}
+	for _, w := range []string{"Pod default/web-*", "Assign/nan", "3 passes"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Fatalf("error %q does not name %q", err, w)
+		}
+	}
+	if strings.Contains(err.Error(), "Assign/fine") {
+		t.Fatalf("error %q names a mutator that had settled", err)
+	}
+}
+
+func TestSystemErrorsNameTheObject(t *testing.T) {
+	s := mustSystem(t, assign(t, "a", "spec.containers[name: *].image", "x"))
+	_, err := Mutate(s.Candidates(podTarget().GVK, OperationCreate), obj(t, `spec: {containers: 3}`), podTarget())
+	if err == nil || !strings.Contains(err.Error(), "Pod default/web") || !strings.Contains(err.Error(), "Assign/a") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestSystemCandidates(t *testing.T) {
+	createOnly := mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: create-only}
+spec:
+  applyTo: [{groups: [apps], versions: [v1], kinds: [Deployment], operations: [CREATE]}]
+  location: spec.x
+  parameters: {assign: {value: 1}}
+`)
+	label := mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1
+kind: AssignMetadata
+metadata: {name: label}
+spec:
+  location: metadata.labels.x
+  parameters: {assign: {value: "1"}}
+`)
+	s := mustSystem(t, createOnly, label, assign(t, "pod", "spec.x", "1"))
+	deploy := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	ids := func(ms []*Mutator) string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.ID().String())
+		}
+		return strings.Join(out, ",")
+	}
+	tests := []struct {
+		gvk  schema.GroupVersionKind
+		op   string
+		want string
+	}{
+		{deploy, OperationCreate, "Assign/create-only,AssignMetadata/label"},
+		{deploy, OperationUpdate, "AssignMetadata/label"},
+		{schema.GroupVersionKind{Group: "apps", Version: "v1beta1", Kind: "Deployment"}, OperationCreate, "AssignMetadata/label"},
+		{podTarget().GVK, OperationUpdate, "Assign/pod,AssignMetadata/label"},
+		{podTarget().GVK, "DELETE", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.gvk.String()+" "+tc.op, func(t *testing.T) {
+			if got := ids(s.Candidates(tc.gvk, tc.op)); got != tc.want {
+				t.Fatalf("candidates %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSchemaConflicts(t *testing.T) {
+	set := func(name, loc string) *Mutator {
+		return mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1
+kind: ModifySet
+metadata: {name: `+name+`}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: '`+loc+`'
+  parameters: {values: {fromList: [a]}}
+`)
+	}
+	image := func(name, loc string) *Mutator {
+		return mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1alpha1
+kind: AssignImage
+metadata: {name: `+name+`}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: '`+loc+`'
+  parameters: {assignTag: ":v1"}
+`)
+	}
+	deployOnly := mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: deploy}
+spec:
+  applyTo: [{groups: [apps], versions: [v1], kinds: [Deployment]}]
+  location: spec.containers.image
+  parameters: {assign: {value: x}}
+`)
+	updateOnly := mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: update}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod], operations: [UPDATE]}]
+  location: spec.containers.image
+  parameters: {assign: {value: x}}
+`)
+	createOnly := mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: create}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod], operations: [CREATE]}]
+  location: 'spec.containers[name: a].image'
+  parameters: {assign: {value: x}}
+`)
+	tests := []struct {
+		name string
+		ms   []*Mutator
+		want []string // empty: no conflict
+	}{
+		{"object vs list", []*Mutator{assign(t, "a", "spec.containers.image", "x"), assign(t, "b", "spec.containers[name: foo].image", "x")},
+			[]string{`Assign "a" and Assign "b" conflict`, "v1/Pod", "spec.containers", "an object", "a list keyed by name"}},
+		{"field vs list at the top", []*Mutator{assign(t, "a", "spec.name", "x"), assign(t, "b", "spec[name: foo].x", "x")}, []string{`Assign "a" and Assign "b"`}},
+		{"list keyed by two fields", []*Mutator{assign(t, "a", "spec[image: bar].x", "x"), assign(t, "b", "spec[name: foo].x", "x")},
+			[]string{"a list keyed by image", "a list keyed by name"}},
+		{"list vs set", []*Mutator{assign(t, "a", "spec.args[name: x].y", "x"), set("s", "spec.args")}, []string{`Assign "a" and ModifySet "s"`}},
+		{"set vs string", []*Mutator{image("i", "spec.containers[name: *].image"), set("s", "spec.containers[name: *].image")},
+			[]string{`AssignImage "i" and ModifySet "s"`, "a string", "a set"}},
+		{"past an AssignImage", []*Mutator{image("i", "spec.foo"), assign(t, "a", "spec.foo.bar", "x")}, []string{`Assign "a" and AssignImage "i"`}},
+		{"three-way names every pair", []*Mutator{assign(t, "a", "spec.c.image", "x"), assign(t, "b", "spec.c[name: foo].image", "x"), assign(t, "c", "spec.c[image: foo].x", "x")},
+			[]string{`Assign "a" and Assign "b"`, `Assign "a" and Assign "c"`, `Assign "b" and Assign "c"`}},
+		{"unknown conflicts with nothing", []*Mutator{assign(t, "a", "spec.containers", "[]"), assign(t, "b", "spec.containers[name: foo].image", "x")}, nil},
+		{"glob and key on the same field", []*Mutator{assign(t, "a", "spec.containers[name: *].image", "x"), assign(t, "b", "spec.containers[name: foo].image", "x")}, nil},
+		{"different kinds", []*Mutator{assign(t, "a", "spec.containers[name: foo].image", "x"), deployOnly}, nil},
+		{"different operations", []*Mutator{updateOnly, createOnly}, nil},
+		{"same path, different values", []*Mutator{assign(t, "a", "spec.x", "1"), assign(t, "b", "spec.x", "2")}, nil},
+		{"AssignMetadata has no schema", []*Mutator{mustDecode(t, "apiVersion: mutations.gatekeeper.sh/v1\nkind: AssignMetadata\nmetadata: {name: m}\nspec:\n  location: metadata.labels.x\n  parameters: {assign: {value: x}}\n"), assign(t, "b", "spec.metadata[name: x].y", "1")}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewSystem(tc.ms)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected conflict: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("no conflict reported")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Fatalf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestSystemDuplicates(t *testing.T) {
+	_, err := NewSystem([]*Mutator{assign(t, "a", "spec.x", "1"), assign(t, "a", "spec.y", "1")})
+	if err == nil || !strings.Contains(err.Error(), `Assign "a": metadata.name: Duplicate value`) {
+		t.Fatalf("error %v", err)
+	}
+	// The same name under another kind is another object, as in Kubernetes.
+	label := mustDecode(t, "apiVersion: mutations.gatekeeper.sh/v1\nkind: AssignMetadata\nmetadata: {name: a}\nspec:\n  location: metadata.labels.x\n  parameters: {assign: {value: x}}\n")
+	if _, err := NewSystem([]*Mutator{assign(t, "a", "spec.x", "1"), label}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLabelMap(t *testing.T) {
+	l := LabelMap{"a": "b", "n": int64(1)}
+	var _ labels.Labels = l
+	if !l.Has("a") || l.Has("n") || l.Get("a") != "b" {
+		t.Fatal("LabelMap misreads labels")
+	}
+	if v, ok := l.Lookup("a"); !ok || v != "b" {
+		t.Fatal("Lookup")
+	}
+}
