@@ -189,14 +189,7 @@ func (c admitCase) run(t *testing.T) {
 	t.Helper()
 	t.Run(c.name, func(t *testing.T) {
 		err := c.plugin(t).Validate(context.Background(), c.attrs, c.objects)
-		switch {
-		case c.err == "" && err != nil:
-			t.Errorf("want allowed, got %v", err)
-		case c.err != "" && err == nil:
-			t.Errorf("want error containing %q, got allowed", c.err)
-		case c.err != "" && !strings.Contains(err.Error(), c.err):
-			t.Errorf("want error containing %q, got %v", c.err, err)
-		}
+		checkErr(t, err, c.err)
 		if a, ok := c.authz.(*expectingAuthorizer); ok && !a.called {
 			t.Errorf("the authorizer was never asked")
 		}
@@ -331,4 +324,16 @@ func pcrRequest(namespace, podName string, podUID types.UID, saName string, saUI
 		},
 	}
 	return request(pcr, nil, certificatesv1beta1.SchemeGroupVersion.WithKind("PodCertificateRequest"), gvrPCRs, namespace, "foo", "", admission.Create, u)
+}
+
+func checkErr(t testing.TB, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("want allowed, got %v", err)
+	case want != "" && err == nil:
+		t.Errorf("want error containing %q, got allowed", want)
+	case want != "" && !strings.Contains(err.Error(), want):
+		t.Errorf("want error containing %q, got %v", want, err)
+	}
 }
