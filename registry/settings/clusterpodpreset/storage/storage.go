@@ -1,0 +1,43 @@
+// Package storage is the etcd-backed REST storage of ClusterPodPresets.
+package storage
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+
+	"github.com/admitkit/admitkit/apis/settings"
+	"github.com/admitkit/admitkit/registry/settings/clusterpodpreset"
+	"github.com/admitkit/admitkit/registry/settings/table"
+)
+
+// REST serves clusterpodpresets.
+type REST struct {
+	*genericregistry.Store
+}
+
+// NewREST returns the storage of clusterpodpresets for a server whose
+// scheme is typer.
+func NewREST(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter) (*REST, error) {
+	strategy := clusterpodpreset.NewStrategy(typer)
+	store := &genericregistry.Store{
+		NewFunc:                   func() runtime.Object { return &settings.ClusterPodPreset{} },
+		NewListFunc:               func() runtime.Object { return &settings.ClusterPodPresetList{} },
+		PredicateFunc:             clusterpodpreset.Matcher,
+		DefaultQualifiedResource:  settings.Resource("clusterpodpresets"),
+		SingularQualifiedResource: settings.Resource("clusterpodpreset"),
+
+		CreateStrategy: strategy,
+		UpdateStrategy: strategy,
+		DeleteStrategy: strategy,
+
+		TableConvertor: table.ClusterPodPresets(),
+	}
+	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: clusterpodpreset.GetAttrs}); err != nil {
+		return nil, err
+	}
+	return &REST{Store: store}, nil
+}
+
+// ShortNames lets kubectl accept `cpp` for clusterpodpresets.
+func (*REST) ShortNames() []string { return []string{"cpp"} }

@@ -1,0 +1,42 @@
+// Package storage is the etcd-backed REST storage of PodPresets.
+package storage
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+
+	"github.com/admitkit/admitkit/apis/settings"
+	"github.com/admitkit/admitkit/registry/settings/podpreset"
+	"github.com/admitkit/admitkit/registry/settings/table"
+)
+
+// REST serves podpresets.
+type REST struct {
+	*genericregistry.Store
+}
+
+// NewREST returns the storage of podpresets for a server whose scheme is typer.
+func NewREST(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter) (*REST, error) {
+	strategy := podpreset.NewStrategy(typer)
+	store := &genericregistry.Store{
+		NewFunc:                   func() runtime.Object { return &settings.PodPreset{} },
+		NewListFunc:               func() runtime.Object { return &settings.PodPresetList{} },
+		PredicateFunc:             podpreset.Matcher,
+		DefaultQualifiedResource:  settings.Resource("podpresets"),
+		SingularQualifiedResource: settings.Resource("podpreset"),
+
+		CreateStrategy: strategy,
+		UpdateStrategy: strategy,
+		DeleteStrategy: strategy,
+
+		TableConvertor: table.PodPresets(),
+	}
+	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: podpreset.GetAttrs}); err != nil {
+		return nil, err
+	}
+	return &REST{Store: store}, nil
+}
+
+// ShortNames lets kubectl accept `pp` for podpresets.
+func (*REST) ShortNames() []string { return []string{"pp"} }

@@ -1,0 +1,92 @@
+// Package podpreset holds the REST strategy of settings.k8s.io PodPresets:
+// how the registry prepares, validates and selects them.
+package podpreset
+
+import (
+	"context"
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/names"
+
+	"github.com/admitkit/admitkit/apis/settings"
+	"github.com/admitkit/admitkit/apis/settings/validation"
+)
+
+// Strategy is the create, update and delete strategy of PodPresets.
+type Strategy struct {
+	runtime.ObjectTyper
+	names.NameGenerator
+}
+
+// NewStrategy returns the strategy for a server whose scheme is typer.
+func NewStrategy(typer runtime.ObjectTyper) Strategy {
+	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator}
+}
+
+// NamespaceScoped is true: a PodPreset lives in the namespace of its pods.
+func (Strategy) NamespaceScoped() bool { return true }
+
+// PrepareForCreate starts the preset's generation at 1.
+func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	obj.(*settings.PodPreset).Generation = 1
+}
+
+// PrepareForUpdate keeps the new spec, which Kubernetes' removed API silently
+// discarded, and counts every spec change in the generation so that a
+// client can tell its change was taken.
+func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	pp, oldPP := obj.(*settings.PodPreset), old.(*settings.PodPreset)
+	pp.Generation = oldPP.Generation
+	if !apiequality.Semantic.DeepEqual(pp.Spec, oldPP.Spec) {
+		pp.Generation++
+	}
+}
+
+// Validate checks a new preset.
+func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	return validation.ValidatePodPreset(obj.(*settings.PodPreset))
+}
+
+// WarningsOnCreate returns no warnings.
+func (Strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
+
+// Canonicalize does nothing: a preset has one form.
+func (Strategy) Canonicalize(runtime.Object) {}
+
+// AllowCreateOnUpdate is false: a PUT to a missing preset fails.
+func (Strategy) AllowCreateOnUpdate(context.Context) bool { return false }
+
+// AllowUnconditionalUpdate is true: an update need not name a resourceVersion.
+func (Strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
+
+// ValidateUpdate checks an updated preset.
+func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidatePodPresetUpdate(obj.(*settings.PodPreset), old.(*settings.PodPreset))
+}
+
+// WarningsOnUpdate returns no warnings.
+func (Strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
+}
+
+// GetAttrs returns a preset's labels and the fields it can be selected by:
+// metadata.name and metadata.namespace.
+func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	pp, ok := obj.(*settings.PodPreset)
+	if !ok {
+		return nil, nil, fmt.Errorf("not a PodPreset: %T", obj)
+	}
+	return pp.Labels, generic.ObjectMetaFieldsSet(&pp.ObjectMeta, true), nil
+}
+
+// Matcher selects presets by label and field.
+func Matcher(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
+	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
+}
