@@ -1,0 +1,39 @@
+// Package initializer hands admission plugins the settings.k8s.io informer
+// factory, the way k8s.io/apiserver's own initializer hands them the
+// Kubernetes one.
+package initializer
+
+import (
+	"k8s.io/apiserver/pkg/admission"
+
+	settingsinformers "github.com/admitkit/admitkit/generated/informers/externalversions"
+)
+
+// WantsSettingsInformerFactory is implemented by plugins that read
+// PodPresets or ClusterPodPresets through shared informers. Such a plugin
+// should also implement admission.InitializationValidator and fail when the
+// factory never came.
+type WantsSettingsInformerFactory interface {
+	SetSettingsInformerFactory(settingsinformers.SharedInformerFactory)
+	admission.InitializationValidator
+}
+
+type pluginInitializer struct {
+	factory settingsinformers.SharedInformerFactory
+}
+
+var _ admission.PluginInitializer = pluginInitializer{}
+
+// New returns an initializer that gives factory to every plugin that wants
+// it. The caller starts the factory once the plugins are initialized, so
+// that the informers they asked for are the ones started.
+func New(factory settingsinformers.SharedInformerFactory) admission.PluginInitializer {
+	return pluginInitializer{factory: factory}
+}
+
+// Initialize hands the factory to plugin if it wants it.
+func (i pluginInitializer) Initialize(plugin admission.Interface) {
+	if wants, ok := plugin.(WantsSettingsInformerFactory); ok {
+		wants.SetSettingsInformerFactory(i.factory)
+	}
+}
