@@ -337,3 +337,5 @@ func checkErr(t testing.TB, err error, want string) {
 		t.Errorf("want error containing %q, got %v", want, err)
 	}
 }
+
+func cmpDiff(want, got any) string { return cmp.Diff(want, got) }
