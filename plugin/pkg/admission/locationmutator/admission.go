@@ -1,0 +1,243 @@
+// Package locationmutator is the LocationMutator admission plugin: it runs
+// Gatekeeper's mutators (Assign, AssignMetadata, ModifySet, AssignImage)
+// inside kube-apiserver, on CREATE and UPDATE of any resource, built-in or
+// custom, so that no webhook hop can drop a mutation.
+//
+// The mutators come from the plugin's AdmissionConfiguration entry (see
+// apis/v1alpha1). Bad mutators and conflicting ones stop start-up.
+package locationmutator
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	genericadmissioninitializer "k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/client-go/informers"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
+)
+
+// PluginName is the name to enable with --enable-admission-plugins.
+const PluginName = "LocationMutator"
+
+// AnnotationKey is the audit annotation listing the mutators that changed
+// an object, as "<Kind>/<name>,..." in run order.
+const AnnotationKey = "locationmutator.admission.admitkit.io/mutations"
+
+// Register registers the plugin. Its factory reads the plugin configuration
+// and fails (stopping kube-apiserver) on any invalid or conflicting mutator.
+func Register(plugins *admission.Plugins) {
+	plugins.Register(PluginName, func(config io.Reader) (admission.Interface, error) {
+		s, err := NewSystemFromConfig(config)
+		if err != nil {
+			return nil, err
+		}
+		return NewPlugin(s), nil
+	})
+}
+
+// Plugin is the LocationMutator admission plugin.
+type Plugin struct {
+	*admission.Handler
+	system          *mutation.System
+	namespaceLister corev1listers.NamespaceLister
+	// namespaceLabels is bound once so that requests do not allocate a
+	// method value.
+	namespaceLabels match.NamespaceLabelsFunc
+}
+
+var (
+	_ admission.MutationInterface                                  = &Plugin{}
+	_ admission.InitializationValidator                            = &Plugin{}
+	_ genericadmissioninitializer.WantsExternalKubeInformerFactory = &Plugin{}
+)
+
+// NewPlugin returns a plugin running system. A nil system runs nothing.
+func NewPlugin(system *mutation.System) *Plugin {
+	if system == nil {
+		system, _ = mutation.NewSystem(nil)
+	}
+	p := &Plugin{
+		Handler: admission.NewHandler(admission.Create, admission.Update),
+		system:  system,
+	}
+	p.namespaceLabels = p.lookupNamespaceLabels
+	return p
+}
+
+// System returns the mutators the plugin runs.
+func (p *Plugin) System() *mutation.System { return p.system }
+
+// SetExternalKubeInformerFactory takes the Namespace lister that
+// namespaceSelectors need. Without such selectors nothing is watched.
+func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactory) {
+	if !p.system.NeedsNamespaceLabels() {
+		return
+	}
+	nsInformer := f.Core().V1().Namespaces()
+	p.namespaceLister = nsInformer.Lister()
+	p.SetReadyFunc(nsInformer.Informer().HasSynced)
+}
+
+// SetNamespaceLister sets the Namespace lister directly, for servers (and
+// tests) without a shared informer factory.
+func (p *Plugin) SetNamespaceLister(l corev1listers.NamespaceLister) { p.namespaceLister = l }
+
+// ValidateInitialization fails when a namespaceSelector has no lister to
+// read namespaces from.
+func (p *Plugin) ValidateInitialization() error {
+	if p.system.NeedsNamespaceLabels() && p.namespaceLister == nil {
+		return fmt.Errorf("%s: a mutator uses match.namespaceSelector but no Namespace lister was provided", PluginName)
+	}
+	return nil
+}
+
+func (p *Plugin) lookupNamespaceLabels(name string) (labels.Labels, error) {
+	if p.namespaceLister == nil {
+		return nil, fmt.Errorf("%w: %q (no Namespace lister)", match.ErrNamespaceUnknown, name)
+	}
+	ns, err := p.namespaceLister.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("%w: %q", match.ErrNamespaceUnknown, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return labels.Set(ns.Labels), nil
+}
+
+// Admit mutates the object of a CREATE or UPDATE. Whether any mutator
+// applies is decided from the index and the object's metadata first, so a
+// request no mutator matches is never converted.
+func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	if a.GetSubresource() != "" {
+		// Gatekeeper's webhook only sees main resources; status and scale
+		// writes carry a different object.
+		return nil
+	}
+	gvk := a.GetKind()
+	candidates := p.system.Candidates(gvk, string(a.GetOperation()))
+	if len(candidates) == 0 {
+		return nil
+	}
+	obj := a.GetObject()
+	if obj == nil {
+		return nil
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return nil // no ObjectMeta, nothing a mutator can match
+	}
+	if p.system.NeedsNamespaceLabels() && !p.WaitForReady() {
+		return admission.NewForbidden(a, fmt.Errorf("%s: not yet ready to handle request", PluginName))
+	}
+	target := match.Target{
+		GVK:             gvk,
+		Namespace:       a.GetNamespace(),
+		Name:            accessor.GetName(),
+		GenerateName:    accessor.GetGenerateName(),
+		Labels:          labels.Set(accessor.GetLabels()),
+		NamespaceLabels: p.namespaceLabels,
+	}
+	if target.Namespace == "" {
+		target.Namespace = accessor.GetNamespace()
+	}
+	if target.Name == "" {
+		target.Name = a.GetName()
+	}
+	matched, err := mutation.AnyMatches(candidates, &target)
+	if err != nil {
+		return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
+	}
+	if !matched {
+		return nil
+	}
+	return p.mutate(a, o, obj, candidates, &target)
+}
+
+func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) error {
+	gvk := a.GetKind()
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		// Custom resources arrive unstructured: mutate them in place.
+		res, err := mutation.Mutate(candidates, u.Object, target)
+		if err != nil {
+			return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
+		}
+		p.record(a, res)
+		return nil
+	}
+
+	versioned, err := o.GetObjectCreater().New(gvk)
+	if err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("%s: cannot create a %v: %w", PluginName, gvk, err))
+	}
+	internal := reflect.TypeOf(versioned) != reflect.TypeOf(obj)
+	if internal {
+		if err := o.GetObjectConvertor().Convert(obj, versioned, nil); err != nil {
+			return apierrors.NewInternalError(fmt.Errorf("%s: converting to %v: %w", PluginName, gvk, err))
+		}
+	} else {
+		versioned = obj
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(versioned)
+	if err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("%s: %w", PluginName, err))
+	}
+	res, err := mutation.Mutate(candidates, content, target)
+	if err != nil {
+		return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
+	}
+	if !res.Mutated() {
+		return nil
+	}
+	out, err := o.GetObjectCreater().New(gvk)
+	if err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("%s: cannot create a %v: %w", PluginName, gvk, err))
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, out); err != nil {
+		// A value of the wrong type for the schema (a string key where
+		// the field is an integer, say) shows up only here.
+		return admission.NewForbidden(a, fmt.Errorf("%s: the mutated object is not a valid %v: %w", PluginName, gvk, err))
+	}
+	if internal {
+		if err := o.GetObjectConvertor().Convert(out, obj, nil); err != nil {
+			return apierrors.NewInternalError(fmt.Errorf("%s: converting back from %v: %w", PluginName, gvk, err))
+		}
+	} else {
+		// Same Go type: copy the decoded value over the request's object,
+		// keeping its kind (ToUnstructured keeps apiVersion/kind as they
+		// were, so nothing else differs).
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(out).Elem())
+	}
+	p.record(a, res)
+	return nil
+}
+
+func (p *Plugin) record(a admission.Attributes, res mutation.Result) {
+	if !res.Mutated() {
+		return
+	}
+	ids := make([]string, len(res.Applied))
+	for i, id := range res.Applied {
+		ids[i] = id.String()
+	}
+	value := strings.Join(ids, ",")
+	if err := a.AddAnnotation(AnnotationKey, value); err != nil {
+		klog.V(4).InfoS("LocationMutator could not record its audit annotation", "err", err)
+	}
+	if klog.V(4).Enabled() {
+		klog.V(4).InfoS("LocationMutator mutated an object", "kind", a.GetKind(), "namespace", a.GetNamespace(), "name", a.GetName(), "operation", a.GetOperation(), "mutators", value, "passes", res.Passes)
+	}
+}

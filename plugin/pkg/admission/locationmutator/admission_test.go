@@ -1,0 +1,190 @@
+package locationmutator
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	admissiontesting "k8s.io/apiserver/pkg/admission/testing"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+func TestRegister(t *testing.T) {
+	plugins := admission.NewPlugins()
+	Register(plugins)
+	p, err := plugins.NewFromPlugins([]string{PluginName}, configProvider{PluginName: config(pullAlways)}, admission.PluginInitializers{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Handles(admission.Create) || !p.Handles(admission.Update) || p.Handles(admission.Delete) {
+		t.Fatal("the plugin must handle CREATE and UPDATE only")
+	}
+	// A bad config stops start-up with the mutator and the field named.
+	_, err = plugins.NewFromPlugins([]string{PluginName}, configProvider{PluginName: config(strings.Replace(pullAlways, "name:*", "*", 1))}, admission.PluginInitializers{}, nil)
+	if err == nil || !strings.Contains(err.Error(), `Assign "always-pull": spec.location: Invalid value`) {
+		t.Fatalf("error %v", err)
+	}
+}
+
+type configProvider map[string]string
+
+func (c configProvider) ConfigFor(name string) (io.Reader, error) { return strings.NewReader(c[name]), nil }
+
+func TestAdmitTypedPod(t *testing.T) {
+	p := newTestPlugin(t, config(pullAlways, ownerLabel))
+	o := admission.NewObjectInterfacesFromScheme(testScheme(t))
+	pod := threeContainerPod()
+	a := record(attrs(pod, podGVK, podGVR, "prod", "web", admission.Create, ""))
+	if err := admissiontesting.WithReinvocationTesting(t, p).Admit(context.Background(), a, o); err != nil {
+		t.Fatal(err)
+	}
+	got := a.GetObject().(*corev1.Pod)
+	for _, c := range got.Spec.Containers {
+		if c.ImagePullPolicy != corev1.PullAlways {
+			t.Errorf("container %s: imagePullPolicy %q", c.Name, c.ImagePullPolicy)
+		}
+	}
+	if got.Labels["owner"] != "platform" || got.Labels["app"] != "web" {
+		t.Errorf("labels %v", got.Labels)
+	}
+	if got.Spec.Containers[1].Ports[0].ContainerPort != 8080 {
+		t.Error("untouched fields must survive the round trip")
+	}
+	if v := a.annotations[AnnotationKey]; v != "Assign/always-pull,AssignMetadata/owner" {
+		t.Errorf("annotation %q", v)
+	}
+}
+
+func TestAdmitSkips(t *testing.T) {
+	p := newTestPlugin(t, config(pullAlways))
+	o := admission.NewObjectInterfacesFromScheme(testScheme(t))
+	tests := []struct {
+		name string
+		a    admission.Attributes
+	}{
+		{"excluded namespace", attrs(threeContainerPod(), podGVK, podGVR, "kube-system", "web", admission.Create, "")},
+		{"subresource", attrs(threeContainerPod(), podGVK, podGVR, "prod", "web", admission.Update, "status")},
+		{"other kind", attrs(&corev1.ConfigMap{}, corev1.SchemeGroupVersion.WithKind("ConfigMap"), corev1.SchemeGroupVersion.WithResource("configmaps"), "prod", "c", admission.Create, "")},
+		{"delete", attrs(nil, podGVK, podGVR, "prod", "web", admission.Delete, "")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := record(tc.a)
+			var before any
+			if tc.a.GetObject() != nil {
+				before = tc.a.GetObject().DeepCopyObject()
+			}
+			if err := admissiontesting.WithReinvocationTesting(t, p).Admit(context.Background(), r, o); err != nil {
+				t.Fatal(err)
+			}
+			if tc.a.GetObject() != nil {
+				if pod, ok := tc.a.GetObject().(*corev1.Pod); ok && pod.Spec.Containers[0].ImagePullPolicy != before.(*corev1.Pod).Spec.Containers[0].ImagePullPolicy {
+					t.Fatal("object changed")
+				}
+			}
+			if len(r.annotations) != 0 {
+				t.Fatalf("annotations %v", r.annotations)
+			}
+		})
+	}
+}
+
+func TestAdmitRejects(t *testing.T) {
+	// A string key where the schema has an integer: the mutated object no
+	// longer decodes as a Pod, and the request fails instead of losing it.
+	bad := `apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: string-port}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: 'spec.containers[name: proxy].ports[containerPort: "9090"].protocol'
+  parameters: {assign: {value: TCP}}`
+	p := newTestPlugin(t, config(bad))
+	o := admission.NewObjectInterfacesFromScheme(testScheme(t))
+	err := p.Admit(context.Background(), attrs(threeContainerPod(), podGVK, podGVR, "prod", "web", admission.Create, ""), o)
+	if err == nil || !strings.Contains(err.Error(), "not a valid") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestAdmitCustomResource(t *testing.T) {
+	crd := `apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: widget-size}
+spec:
+  applyTo: [{groups: [example.com], versions: [v1], kinds: [Widget]}]
+  location: 'spec.parts[name: bolt].size'
+  parameters:
+    pathTests: [{subPath: 'spec.parts[name: bolt].size', condition: MustNotExist}]
+    assign: {value: 10}`
+	p := newTestPlugin(t, config(crd))
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w", "namespace": "prod"},
+		"spec":     map[string]any{"parts": []any{map[string]any{"name": "nut", "size": int64(3)}}},
+	}}
+	a := record(attrs(u, gvk, gvk.GroupVersion().WithResource("widgets"), "prod", "w", admission.Create, ""))
+	if err := admissiontesting.WithReinvocationTesting(t, p).Admit(context.Background(), a, admission.NewObjectInterfacesFromScheme(testScheme(t))); err != nil {
+		t.Fatal(err)
+	}
+	parts, _, _ := unstructured.NestedSlice(a.GetObject().(*unstructured.Unstructured).Object, "spec", "parts")
+	if len(parts) != 2 || parts[1].(map[string]any)["size"] != int64(10) {
+		t.Fatalf("parts %v", parts)
+	}
+	if a.annotations[AnnotationKey] != "Assign/widget-size" {
+		t.Fatalf("annotations %v", a.annotations)
+	}
+}
+
+func TestNamespaceSelector(t *testing.T) {
+	label := `apiVersion: mutations.gatekeeper.sh/v1
+kind: AssignMetadata
+metadata: {name: tier}
+spec:
+  match: {namespaceSelector: {matchLabels: {tier: gold}}}
+  location: metadata.labels.tier
+  parameters: {assign: {value: gold}}`
+	p := newTestPlugin(t, config(label))
+	if err := p.ValidateInitialization(); err == nil {
+		t.Fatal("a namespaceSelector without a Namespace lister must fail initialization")
+	}
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	_ = idx.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "prod", Labels: map[string]string{"tier": "gold"}}})
+	_ = idx.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "dev"}})
+	p.SetNamespaceLister(corev1listers.NewNamespaceLister(idx))
+	if err := p.ValidateInitialization(); err != nil {
+		t.Fatal(err)
+	}
+	o := admission.NewObjectInterfacesFromScheme(testScheme(t))
+	for _, tc := range []struct {
+		ns      string
+		want    string
+		wantErr bool
+	}{{"prod", "gold", false}, {"dev", "", false}, {"missing", "", true}} {
+		t.Run(tc.ns, func(t *testing.T) {
+			pod := threeContainerPod()
+			pod.Namespace = tc.ns
+			err := admissiontesting.WithReinvocationTesting(t, p).Admit(context.Background(), attrs(pod, podGVK, podGVR, tc.ns, "web", admission.Create, ""), o)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v", err)
+			}
+			if pod.Labels["tier"] != tc.want {
+				t.Fatalf("labels %v", pod.Labels)
+			}
+		})
+	}
+	// A Namespace is matched by its own labels, even before it exists.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "new", Labels: map[string]string{"tier": "gold"}}}
+	nsGVK := corev1.SchemeGroupVersion.WithKind("Namespace")
+	if err := p.Admit(context.Background(), attrs(ns, nsGVK, corev1.SchemeGroupVersion.WithResource("namespaces"), "", "new", admission.Create, ""), o); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,52 @@
+// Package v1alpha1 holds the LocationMutator's admission plugin
+// configuration, the object an AdmissionConfiguration names for the plugin
+// (inline under `configuration`, or in the file `path` points to):
+//
+//	apiVersion: locationmutator.admission.admitkit.io/v1alpha1
+//	kind: Configuration
+//	mutators:
+//	- apiVersion: mutations.gatekeeper.sh/v1
+//	  kind: Assign
+//	  ...
+//	mutatorFiles:
+//	- /etc/kubernetes/mutators/*.yaml
+//
+// The types are plain structs decoded strictly from YAML or JSON; they are
+// never served, so they need no registration or generated code.
+package v1alpha1
+
+import (
+	"encoding/json"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// GroupName, Version and Kind identify the configuration object.
+const (
+	GroupName = "locationmutator.admission.admitkit.io"
+	Version   = "v1alpha1"
+	Kind      = "Configuration"
+)
+
+// APIVersion is GroupName/Version.
+const APIVersion = GroupName + "/" + Version
+
+// Configuration lists the mutators the plugin runs. Both lists may be used
+// together; every mutator must have a distinct kind and name across them.
+// An empty configuration (or none at all) means no mutators: the plugin
+// then admits everything unchanged.
+type Configuration struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Mutators are Gatekeeper mutator manifests (Assign, AssignMetadata,
+	// ModifySet, AssignImage), written exactly as for Gatekeeper.
+	Mutators []json.RawMessage `json:"mutators,omitempty"`
+
+	// MutatorFiles name files of mutator manifests: multi-document YAML or
+	// JSON, as `kubectl apply -f` takes them, including `kind: List`.
+	// A relative path is resolved against kube-apiserver's working
+	// directory, since the plugin config reaches the plugin without the
+	// path it was read from; use absolute paths. A pattern with `*`, `?` or
+	// `[` is expanded (filepath.Glob) and must match at least one file.
+	MutatorFiles []string `json:"mutatorFiles,omitempty"`
+}

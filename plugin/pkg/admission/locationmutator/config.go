@@ -1,0 +1,172 @@
+package locationmutator
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/v1alpha1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
+)
+
+// ReadConfiguration decodes the plugin configuration strictly. A nil reader
+// or an empty document gives an empty Configuration (no mutators).
+func ReadConfiguration(r io.Reader) (*v1alpha1.Configuration, error) {
+	cfg := &v1alpha1.Configuration{}
+	if r == nil {
+		return cfg, nil
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("reading the %s configuration: %w", PluginName, err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return cfg, nil
+	}
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s configuration is not YAML or JSON: %w", PluginName, err)
+	}
+	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
+		return cfg, nil
+	}
+	strict, err := kjson.UnmarshalStrict(js, cfg, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, fmt.Errorf("%s configuration: %w", PluginName, err)
+	}
+	if len(strict) > 0 {
+		return nil, fmt.Errorf("%s configuration: %w", PluginName, errors.Join(strict...))
+	}
+	if cfg.APIVersion != v1alpha1.APIVersion || cfg.Kind != v1alpha1.Kind {
+		return nil, fmt.Errorf("%s configuration: want apiVersion %s and kind %s, got %q and %q", PluginName, v1alpha1.APIVersion, v1alpha1.Kind, cfg.APIVersion, cfg.Kind)
+	}
+	return cfg, nil
+}
+
+// LoadMutators validates every mutator the configuration names, inline or
+// in files. All problems are reported together, each naming where the
+// manifest came from, the mutator and the field.
+func LoadMutators(cfg *v1alpha1.Configuration) ([]*mutation.Mutator, error) {
+	var (
+		out  []*mutation.Mutator
+		errs []error
+	)
+	for i, raw := range cfg.Mutators {
+		m, err := mutation.Decode(raw)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("mutators[%d]: %w", i, err))
+			continue
+		}
+		out = append(out, m)
+	}
+	for i, pattern := range cfg.MutatorFiles {
+		files, err := expand(pattern)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("mutatorFiles[%d]: %w", i, err))
+			continue
+		}
+		for _, f := range files {
+			ms, err := loadFile(f)
+			errs = append(errs, err)
+			out = append(out, ms...)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// NewSystemFromConfig reads a configuration and builds its mutation system.
+func NewSystemFromConfig(r io.Reader) (*mutation.System, error) {
+	cfg, err := ReadConfiguration(r)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := LoadMutators(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s configuration: %w", PluginName, err)
+	}
+	s, err := mutation.NewSystem(ms)
+	if err != nil {
+		return nil, fmt.Errorf("%s configuration: %w", PluginName, err)
+	}
+	return s, nil
+}
+
+func expand(pattern string) ([]string, error) {
+	if pattern == "" {
+		return nil, errors.New("empty file name")
+	}
+	if !strings.ContainsAny(pattern, "*?[") {
+		return []string{pattern}, nil
+	}
+	files, err := filepath.Glob(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("%q: %w", pattern, err)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%q matches no file", pattern)
+	}
+	return files, nil
+}
+
+func loadFile(name string) ([]*mutation.Mutator, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		out  []*mutation.Mutator
+		errs []error
+	)
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for doc := 1; ; doc++ {
+		chunk, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return out, fmt.Errorf("%s: document %d: %w", name, doc, err)
+		}
+		js, err := yaml.YAMLToJSON(chunk)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: document %d: %w", name, doc, err))
+			continue
+		}
+		if t := bytes.TrimSpace(js); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+			continue // comments or `---` only
+		}
+		items := []json.RawMessage{js}
+		var list struct {
+			Kind  string            `json:"kind"`
+			Items []json.RawMessage `json:"items"`
+		}
+		if json.Unmarshal(js, &list) == nil && list.Kind == "List" {
+			items = list.Items
+		}
+		for j, item := range items {
+			m, err := mutation.Decode(item)
+			if err != nil {
+				where := fmt.Sprintf("%s: document %d", name, doc)
+				if len(items) > 1 || list.Kind == "List" {
+					where += fmt.Sprintf(": items[%d]", j)
+				}
+				errs = append(errs, fmt.Errorf("%s: %w", where, err))
+				continue
+			}
+			out = append(out, m)
+		}
+	}
+	return out, errors.Join(errs...)
+}

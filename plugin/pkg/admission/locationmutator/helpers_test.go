@@ -1,0 +1,103 @@
+package locationmutator
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+)
+
+var (
+	podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
+	podGVR = corev1.SchemeGroupVersion.WithResource("pods")
+)
+
+// config wraps mutator manifests in a Configuration, as list items.
+func config(mutators ...string) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: locationmutator.admission.admitkit.io/v1alpha1\nkind: Configuration\nmutators:\n")
+	for _, m := range mutators {
+		for i, line := range strings.Split(strings.TrimSpace(m), "\n") {
+			if i == 0 {
+				b.WriteString("- " + line + "\n")
+			} else {
+				b.WriteString("  " + line + "\n")
+			}
+		}
+	}
+	return b.String()
+}
+
+const pullAlways = `apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: always-pull}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  match: {excludedNamespaces: [kube-system]}
+  location: "spec.containers[name:*].imagePullPolicy"
+  parameters: {assign: {value: Always}}`
+
+const ownerLabel = `apiVersion: mutations.gatekeeper.sh/v1
+kind: AssignMetadata
+metadata: {name: owner}
+spec:
+  match: {kinds: [{apiGroups: [""], kinds: [Pod]}]}
+  location: metadata.labels.owner
+  parameters: {assign: {value: platform}}`
+
+func newTestPlugin(t testing.TB, cfg string) *Plugin {
+	t.Helper()
+	s, err := NewSystemFromConfig(strings.NewReader(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewPlugin(s)
+}
+
+func testScheme(t testing.TB) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func attrs(obj runtime.Object, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource, ns, name string, op admission.Operation, sub string) admission.Attributes {
+	var opts runtime.Object = &metav1.CreateOptions{}
+	if op == admission.Update {
+		opts = &metav1.UpdateOptions{}
+	}
+	return admission.NewAttributesRecord(obj, nil, gvk, ns, name, gvr, sub, op, opts, false, &user.DefaultInfo{Name: "alice"})
+}
+
+func threeContainerPod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "prod", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "app", Image: "nginx:1.27", Args: []string{"--alsologtostderr", "-v=2"}},
+			{Name: "proxy", Image: "envoyproxy/envoy:v1", Ports: []corev1.ContainerPort{{ContainerPort: 8080}}},
+			{Name: "log", Image: "docker.io/fluent/fluent-bit:3", ImagePullPolicy: corev1.PullIfNotPresent},
+		}},
+	}
+}
+
+// recorder keeps the audit annotations a plugin adds.
+type recorder struct {
+	admission.Attributes
+	annotations map[string]string
+}
+
+func record(a admission.Attributes) *recorder {
+	return &recorder{Attributes: a, annotations: map[string]string{}}
+}
+
+func (r *recorder) AddAnnotation(k, v string) error {
+	r.annotations[k] = v
+	return r.Attributes.AddAnnotation(k, v)
+}
