@@ -1,0 +1,207 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package noderestriction
+
+import (
+	"context"
+
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	policyv1beta1 "k8s.io/api/policy/v1beta1"
+	resourcev1 "k8s.io/api/resource/v1"
+	resourcev1beta1 "k8s.io/api/resource/v1beta1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	storagev1listers "k8s.io/client-go/listers/storage/v1"
+	"sigs.k8s.io/randfill"
+)
+
+// fuzzTarget is one resource the plugin handles, with a fresh object of a
+// type a node might send for it (nil for none).
+type fuzzTarget struct {
+	gvr     schema.GroupVersionResource
+	newObj  func() runtime.Object
+	subs    []string
+	objects admission.ObjectInterfaces
+}
+
+var fuzzTargets = []fuzzTarget{
+	{gvr: gvrPods, newObj: func() runtime.Object { return &corev1.Pod{} }, subs: []string{"", "status", "resize"}},
+	{gvr: gvrPods, newObj: func() runtime.Object { return &policyv1.Eviction{} }, subs: []string{"eviction"}},
+	{gvr: gvrPods, newObj: func() runtime.Object { return &policyv1beta1.Eviction{} }, subs: []string{"eviction"}},
+	{gvr: gvrNodes, newObj: func() runtime.Object { return &corev1.Node{} }, subs: []string{"", "status"}},
+	{gvr: gvrPVCs, newObj: func() runtime.Object { return &corev1.PersistentVolumeClaim{} }, subs: []string{"", "status"}},
+	{gvr: gvrSAs, newObj: func() runtime.Object { return &authenticationv1.TokenRequest{} }, subs: []string{"token", ""}},
+	{gvr: gvrLeases, newObj: func() runtime.Object { return &coordinationv1.Lease{} }, subs: []string{""}},
+	{gvr: gvrCSINodes, newObj: func() runtime.Object { return &storagev1.CSINode{} }, subs: []string{"", "status"}},
+	{gvr: gvrSlices, newObj: func() runtime.Object { return &resourcev1.ResourceSlice{} }, subs: []string{""}},
+	{gvr: gvrSlices, newObj: func() runtime.Object { return &resourcev1beta1.ResourceSlice{} }, subs: []string{""}},
+	{gvr: gvrCSRs, newObj: func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} }, subs: []string{""}},
+	{gvr: gvrCSRs, newObj: func() runtime.Object { return &certificatesv1beta1.CertificateSigningRequest{} }, subs: []string{""}},
+	{gvr: gvrPCRs, newObj: func() runtime.Object { return &certificatesv1beta1.PodCertificateRequest{} }, subs: []string{""}},
+	{gvr: gvrPCRs, newObj: func() runtime.Object { return &certificatesv1.PodCertificateRequest{} }, subs: []string{""}},
+	// The wrong type for the resource, and no object at all.
+	{gvr: gvrNodes, newObj: func() runtime.Object { return &corev1.Pod{} }, subs: []string{""}},
+	{gvr: gvrPods, newObj: func() runtime.Object { return nil }, subs: []string{"", "status", "eviction"}},
+}
+
+var fuzzNames = []string{"mynode", "othernode", "", "mypod", "otherpod"}
+
+// fuzzPlugin has every gate on and listers holding a pod, a node, a claim
+// and a driver for both nodes.
+func fuzzPlugin(t testing.TB) *Plugin {
+	p := admitCase{}.plugin(t)
+	p.InspectFeatureGates(newGates(t, "", nil))
+	p.gates.csiVolumeHealth = true
+	p.podsGetter = podLister(t, testPod("ns", "mypod", "mynode", false), testPod("ns", "otherpod", "othernode", false),
+		testPod("ns", "mynode", "mynode", true), testPod("ns", "othernode", "othernode", true))
+	p.nodesGetter = nodeLister(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "mynode", UID: "mynode-uid"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "othernode", UID: "othernode-uid"}})
+	p.serviceAccountGetter = corev1listers.NewServiceAccountLister(indexer(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sa"}}))
+	p.csiDriverGetter = storagev1listers.NewCSIDriverLister(indexer(t, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "d"}}))
+	p.pvcGetter = corev1listers.NewPersistentVolumeClaimLister(indexer(t))
+	p.pvGetter = corev1listers.NewPersistentVolumeLister(indexer(t))
+	p.authz = denyAll{}
+	return p
+}
+
+// FuzzValidate sends random requests from node mynode. Whatever the
+// object, the plugin must not panic, and it must never let the node write
+// another node's Node or a pod bound elsewhere.
+func FuzzValidate(f *testing.F) {
+	f.Add(uint8(0), uint8(0), uint8(0), uint8(0), []byte("mirror pod"))
+	f.Add(uint8(0), uint8(1), uint8(1), uint8(3), []byte{1, 2, 3, 4, 5, 6, 7, 8})
+	f.Add(uint8(1), uint8(0), uint8(0), uint8(4), []byte("evict"))
+	f.Add(uint8(3), uint8(1), uint8(0), uint8(1), []byte("another node"))
+	f.Add(uint8(3), uint8(0), uint8(0), uint8(0), []byte("register"))
+	f.Add(uint8(5), uint8(0), uint8(0), uint8(3), []byte("token token token"))
+	f.Add(uint8(7), uint8(1), uint8(1), uint8(0), []byte("csinode status"))
+	f.Add(uint8(10), uint8(0), uint8(0), uint8(0), []byte("csr"))
+	f.Add(uint8(12), uint8(0), uint8(0), uint8(2), []byte("pcr"))
+	f.Add(uint8(15), uint8(2), uint8(2), uint8(1), []byte{})
+
+	p := fuzzPlugin(f)
+	ops := []admission.Operation{admission.Create, admission.Update, admission.Delete, admission.Connect}
+	f.Fuzz(func(t *testing.T, targetSel, opSel, subSel, names uint8, data []byte) {
+		target := fuzzTargets[int(targetSel)%len(fuzzTargets)]
+		op := ops[int(opSel)%len(ops)]
+		sub := target.subs[int(subSel)%len(target.subs)]
+		name := fuzzNames[int(names)%len(fuzzNames)]
+
+		filler := randfill.NewFromGoFuzz(data).NilChance(0.2).NumElements(0, 2).MaxDepth(6).Funcs(
+			func(q *resource.Quantity, c randfill.Continue) {
+				*q = *resource.NewQuantity(int64(c.Uint64()%1000), resource.DecimalSI)
+			},
+		)
+		obj, old := target.newObj(), target.newObj()
+		if obj != nil {
+			filler.Fill(obj)
+			filler.Fill(old)
+			steer(obj, names)
+			steer(old, names>>3)
+		}
+		attrs := request(obj, old, schema.GroupVersionKind{}, target.gvr, "ns", name, sub, op, userMyNode)
+		err := p.Validate(t.Context(), attrs, nil)
+		if err != nil {
+			return
+		}
+		switch target.gvr.GroupResource() {
+		case nodeResource:
+			if name != "mynode" {
+				t.Fatalf("allowed %s of node %q (subresource %q)", op, name, sub)
+			}
+		case podResource:
+			checkPodAllowed(t, op, sub, name, obj, old)
+		}
+	})
+}
+
+type denyAll struct{}
+
+func (denyAll) Authorize(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+	return authorizer.DecisionDeny, "", nil
+}
+
+// checkPodAllowed fails when an allowed pod request touched a pod that is
+// not bound to mynode.
+func checkPodAllowed(t *testing.T, op admission.Operation, sub, name string, obj, old runtime.Object) {
+	boundTo := func(o runtime.Object) string {
+		if p, ok := o.(*corev1.Pod); ok && p != nil {
+			return p.Spec.NodeName
+		}
+		return "?"
+	}
+	switch {
+	case sub == "" && op == admission.Create:
+		if boundTo(obj) != "mynode" {
+			t.Fatalf("allowed creating a pod bound to %q", boundTo(obj))
+		}
+	case sub == "status":
+		if boundTo(old) != "mynode" {
+			t.Fatalf("allowed a status update of a pod bound to %q", boundTo(old))
+		}
+	case sub == "" && op == admission.Delete, sub == "eviction":
+		if sub == "eviction" && name == "" {
+			name, _ = objectName(obj)
+		}
+		// The lister holds mypod and mynode on mynode, the rest elsewhere.
+		if name != "mypod" && name != "mynode" {
+			t.Fatalf("allowed %s %q of pod %q", op, sub, name)
+		}
+	case sub != "" && sub != "status" && sub != "eviction":
+		t.Fatalf("allowed pod subresource %q", sub)
+	}
+}
+
+// steer sets, from a few bits, the fields the rules key on, so that random
+// objects often get past the first checks.
+func steer(obj runtime.Object, bits uint8) {
+	node := "mynode"
+	if bits&1 != 0 {
+		node = "othernode"
+	}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		o.Spec.NodeName = node
+		if bits&2 != 0 {
+			o.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: ""}
+			o.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node, UID: "mynode-uid", Controller: &[]bool{true}[0]}}
+		}
+	case *corev1.Node:
+		o.Name = node
+	case *authenticationv1.TokenRequest:
+		if bits&2 != 0 {
+			o.Spec.BoundObjectRef = &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: "mypod", UID: "pod-uid"}
+		}
+	case *resourcev1.ResourceSlice:
+		o.Spec.NodeName = &node
+	case *certificatesv1beta1.PodCertificateRequest:
+		o.Spec.NodeName = "mynode"
+		o.Spec.NodeUID = "mynode-uid"
+	}
+}
