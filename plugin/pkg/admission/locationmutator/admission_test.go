@@ -35,7 +35,9 @@ func TestRegister(t *testing.T) {
 
 type configProvider map[string]string
 
-func (c configProvider) ConfigFor(name string) (io.Reader, error) { return strings.NewReader(c[name]), nil }
+func (c configProvider) ConfigFor(name string) (io.Reader, error) {
+	return strings.NewReader(c[name]), nil
+}
 
 func TestAdmitTypedPod(t *testing.T) {
 	p := newTestPlugin(t, config(pullAlways, ownerLabel))

@@ -1,0 +1,122 @@
+package locationmutator
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+func TestConfigEmpty(t *testing.T) {
+	for name, cfg := range map[string]string{
+		"nothing":    "",
+		"blank":      "  \n",
+		"null":       "null\n",
+		"no entries": "apiVersion: locationmutator.admission.admitkit.io/v1alpha1\nkind: Configuration\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := NewSystemFromConfig(strings.NewReader(cfg))
+			if err != nil || s.Len() != 0 {
+				t.Fatalf("system %v, error %v", s, err)
+			}
+		})
+	}
+	if s, err := NewSystemFromConfig(nil); err != nil || s.Len() != 0 {
+		t.Fatalf("nil reader: %v", err)
+	}
+}
+
+func TestConfigFiles(t *testing.T) {
+	cfg := config(pullAlways) + "mutatorFiles:\n- testdata/mutators.yaml\n"
+	_, err := NewSystemFromConfig(strings.NewReader(cfg))
+	// The file has its own always-pull: the same kind and name twice.
+	if err == nil || !strings.Contains(err.Error(), `Assign "always-pull": metadata.name: Duplicate value`) {
+		t.Fatalf("error %v", err)
+	}
+	s, err := NewSystemFromConfig(strings.NewReader(config(ownerLabel) + "mutatorFiles:\n- testdata/mutators.y*ml\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range s.Mutators() {
+		ids = append(ids, m.ID().String())
+	}
+	if got := strings.Join(ids, ","); got != "Assign/always-pull,AssignImage/mirror,AssignMetadata/owner,AssignMetadata/owner-label,ModifySet/no-alsologtostderr" {
+		t.Fatalf("mutators %s", got)
+	}
+}
+
+// The example AdmissionConfiguration must load once its file path points
+// at the example mutators.
+func TestExampleAdmissionConfiguration(t *testing.T) {
+	data, err := os.ReadFile("testdata/admission-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ac struct {
+		Plugins []struct {
+			Name          string         `json:"name"`
+			Configuration map[string]any `json:"configuration"`
+		} `json:"plugins"`
+	}
+	if err := yaml.Unmarshal(data, &ac); err != nil {
+		t.Fatal(err)
+	}
+	pc := ac.Plugins[0].Configuration
+	abs, _ := filepath.Abs("testdata/mutators.yaml")
+	pc["mutatorFiles"] = []any{abs}
+	out, _ := yaml.Marshal(pc)
+	s, err := NewSystemFromConfig(strings.NewReader(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ac.Plugins[0].Name != PluginName || s.Len() != 5 {
+		t.Fatalf("plugin %q with %d mutators", ac.Plugins[0].Name, s.Len())
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	badFile := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(badFile, []byte("apiVersion: mutations.gatekeeper.sh/v1\nkind: Assign\nmetadata: {name: ok}\nspec:\n  applyTo: [{groups: [''], versions: [v1], kinds: [Pod]}]\n  location: spec.x\n  parameters: {assign: {value: 1}}\n---\napiVersion: mutations.gatekeeper.sh/v1\nkind: ModifySet\nmetadata: {name: broken}\nspec:\n  applyTo: [{groups: [''], versions: [v1], kinds: [Pod]}]\n  location: spec.x.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	header := "apiVersion: locationmutator.admission.admitkit.io/v1alpha1\nkind: Configuration\n"
+	tests := []struct {
+		name string
+		cfg  string
+		want []string
+	}{
+		{"unknown config field", header + "mutator: []\n", []string{`unknown field "mutator"`}},
+		{"wrong config kind", "apiVersion: locationmutator.admission.admitkit.io/v1alpha1\nkind: Config\n", []string{"kind Configuration"}},
+		{"wrong config version", "apiVersion: locationmutator.admission.admitkit.io/v1\nkind: Configuration\n", []string{"apiVersion locationmutator.admission.admitkit.io/v1alpha1"}},
+		{"bad location", config(strings.Replace(pullAlways, "name:*", "*", 1)), []string{`mutators[0]: Assign "always-pull": spec.location: Invalid value: "spec.containers[*].imagePullPolicy"`}},
+		{"unknown mutator field", config(strings.Replace(pullAlways, "location:", "locaton:", 1)), []string{`Assign "always-pull"`, `unknown field "spec.locaton"`}},
+		{"bad value", config(strings.Replace(ownerLabel, "value: platform", "value: [a]", 1)), []string{`AssignMetadata "owner": spec.parameters.assign.value: Invalid value`}},
+		{"unknown kind", config(strings.Replace(pullAlways, "kind: Assign", "kind: Mutate", 1)), []string{`Mutate "always-pull": kind: Unsupported value`}},
+		{"duplicate name", config(pullAlways, pullAlways), []string{`Assign "always-pull": metadata.name: Duplicate value`}},
+		{"external data", config(strings.Replace(pullAlways, "{assign: {value: Always}}", "{assign: {externalData: {provider: p}}}", 1)), []string{`Assign "always-pull": spec.parameters.assign.externalData: Forbidden`}},
+		{"conflict names both", config(pullAlways, strings.NewReplacer("always-pull", "as-object", `"spec.containers[name:*].imagePullPolicy"`, "spec.containers.imagePullPolicy").Replace(pullAlways)),
+			[]string{`Assign "always-pull" and Assign "as-object" conflict`}},
+		{"missing file", header + "mutatorFiles: [/nonexistent/mutators.yaml]\n", []string{"/nonexistent/mutators.yaml"}},
+		{"glob matching nothing", header + "mutatorFiles: [/nonexistent/*.yaml]\n", []string{"mutatorFiles[0]", "matches no file"}},
+		{"bad document in a file", header + "mutatorFiles: [" + badFile + "]\n", []string{badFile + `: document 2: ModifySet "broken": spec.location: Invalid value`, "trailing separator"}},
+		{"all problems at once", config(strings.Replace(pullAlways, "name:*", "*", 1), strings.Replace(ownerLabel, "metadata.labels.owner", "metadata.name", 1)),
+			[]string{"mutators[0]", "mutators[1]"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewSystemFromConfig(strings.NewReader(tc.cfg))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Fatalf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
