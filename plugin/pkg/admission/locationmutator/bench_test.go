@@ -1,0 +1,152 @@
+package locationmutator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apiserver/pkg/admission"
+)
+
+func deploymentOnlyAssigns(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf(`apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: deploy-%04d}
+spec:
+  applyTo: [{groups: [apps], versions: [v1], kinds: [Deployment]}]
+  location: spec.template.spec.containers[name:*].env[name:N%d].value
+  parameters: {assign: {value: "x"}}`, i, i)
+	}
+	return out
+}
+
+// The request is a Pod; every mutator binds to Deployments only.
+func BenchmarkAdmitNonMatching(b *testing.B) {
+	o := admission.NewObjectInterfacesFromScheme(testScheme(b))
+	for _, n := range []int{0, 100, 1000} {
+		p := newTestPlugin(b, config(deploymentOnlyAssigns(n)...))
+		a := attrs(threeContainerPod(), podGVK, podGVR, "prod", "web", admission.Create, "")
+		b.Run(fmt.Sprintf("mutators-%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.Admit(context.Background(), a, o); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+var tenPodMutators = []string{
+	pullAlways,
+	ownerLabel,
+	`apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: non-root}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: spec.securityContext.runAsNonRoot
+  parameters:
+    pathTests: [{subPath: spec.securityContext.runAsNonRoot, condition: MustNotExist}]
+    assign: {value: true}`,
+	`apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: env-cluster}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: 'spec.containers[name:*].env[name: CLUSTER].value'
+  parameters: {assign: {value: prod-1}}`,
+	`apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: env-namespace}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: 'spec.containers[name:*].env[name: NAMESPACE].value'
+  parameters: {assign: {fromMetadata: {field: namespace}}}`,
+	`apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: no-privilege-escalation}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: 'spec.containers[name:*].securityContext.allowPrivilegeEscalation'
+  parameters: {assign: {value: false}}`,
+	`apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: termination-grace}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: spec.terminationGracePeriodSeconds
+  parameters: {assign: {value: 30}}`,
+	`apiVersion: mutations.gatekeeper.sh/v1
+kind: ModifySet
+metadata: {name: no-alsologtostderr}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: 'spec.containers[name:*].args'
+  parameters: {operation: prune, values: {fromList: [--alsologtostderr]}}`,
+	`apiVersion: mutations.gatekeeper.sh/v1
+kind: AssignMetadata
+metadata: {name: mutated-by}
+spec:
+  location: metadata.annotations.mutated-by
+  parameters: {assign: {value: locationmutator}}`,
+	`apiVersion: mutations.gatekeeper.sh/v1alpha1
+kind: AssignImage
+metadata: {name: mirror}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: 'spec.containers[name:*].image'
+  parameters: {assignDomain: mirror.example.com}`,
+}
+
+// Ten matching mutators on a 3-container pod, end to end through Admit
+// (to unstructured, the passes, back to a typed Pod). "fresh" changes the
+// pod every time; "mutated" admits a pod that already has every change.
+func BenchmarkAdmitTenMatching(b *testing.B) {
+	if len(tenPodMutators) != 10 {
+		b.Fatalf("%d mutators", len(tenPodMutators))
+	}
+	o := admission.NewObjectInterfacesFromScheme(testScheme(b))
+	p := newTestPlugin(b, config(tenPodMutators...))
+	fresh := threeContainerPod()
+	b.Run("fresh", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			pod := fresh.DeepCopy()
+			if err := p.Admit(context.Background(), attrs(pod, podGVK, podGVR, "prod", "web", admission.Create, ""), o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	done := threeContainerPod()
+	if err := p.Admit(context.Background(), attrs(done, podGVK, podGVR, "prod", "web", admission.Create, ""), o); err != nil {
+		b.Fatal(err)
+	}
+	if !strings.HasPrefix(done.Spec.Containers[0].Image, "mirror.example.com/") {
+		b.Fatalf("not mutated: %+v", done.Spec.Containers[0])
+	}
+	a := attrs(done, podGVK, podGVR, "prod", "web", admission.Update, "")
+	b.Run("mutated", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := p.Admit(context.Background(), a, o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// The cost of copying the same pod, for scale.
+func BenchmarkPodDeepCopy(b *testing.B) {
+	pod := threeContainerPod()
+	b.ReportAllocs()
+	var sink *corev1.Pod
+	for b.Loop() {
+		sink = pod.DeepCopy()
+	}
+	_ = sink
+}

@@ -1,0 +1,75 @@
+package mutation
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// Gatekeeper's shapes: a location of N `spec` segments set to "foo".
+// "always" runs on an object already mutated once (the walk, the compare,
+// no write: Gatekeeper writes the same value again); "never" adds a
+// MustNotExist on the whole location; "create" starts from an empty object
+// each time, so the parents are built and the value written.
+func BenchmarkAssign(b *testing.B) {
+	for _, depth := range []int{1, 2, 5, 10, 20} {
+		loc := strings.TrimSuffix(strings.Repeat("spec.", depth), ".")
+		always := assign(b, "a", loc, "foo")
+		never := assign(b, "a", loc, "foo", "MustNotExist "+loc)
+		mutated := map[string]any{}
+		if _, err := always.Mutate(mutated, Metadata{}); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("always/depth-%d", depth), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := always.Mutate(mutated, Metadata{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("never/depth-%d", depth), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := never.Mutate(mutated, Metadata{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("create/depth-%d", depth), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := always.Mutate(map[string]any{}, Metadata{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkAssignMetadata(b *testing.B) {
+	m := mustDecode(b, `apiVersion: mutations.gatekeeper.sh/v1
+kind: AssignMetadata
+metadata: {name: foo}
+spec:
+  location: metadata.labels.foo
+  parameters: {assign: {value: bar}}
+`)
+	b.Run("always", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := m.Mutate(map[string]any{}, Metadata{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	existing := map[string]any{"metadata": map[string]any{"labels": map[string]any{"foo": "bar"}}}
+	b.Run("never", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := m.Mutate(existing, Metadata{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,155 @@
+package mutation
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
+)
+
+// bytesSource hands out small choices from fuzz input, then zeros.
+type bytesSource struct{ b []byte }
+
+func (s *bytesSource) next(n int) int {
+	if len(s.b) == 0 || n <= 0 {
+		return 0
+	}
+	v := int(s.b[0]) % n
+	s.b = s.b[1:]
+	return v
+}
+
+var fuzzNames = []string{"a", "b", "k", "name"}
+
+func fuzzLocation(s *bytesSource) string {
+	var nodes []path.Node
+	depth := 1 + s.next(4)
+	for i := 0; i < depth; i++ {
+		nodes = append(nodes, path.Object{Reference: fuzzNames[s.next(len(fuzzNames))]})
+		switch s.next(4) {
+		case 0:
+			nodes = append(nodes, path.List{KeyField: fuzzNames[s.next(2)+2], Glob: true})
+		case 1:
+			var v any = "x"
+			if s.next(2) == 0 {
+				v = int64(1)
+			}
+			nodes = append(nodes, path.List{KeyField: fuzzNames[s.next(2)+2], KeyValue: v})
+		}
+	}
+	return path.Path{Nodes: nodes}.String()
+}
+
+func fuzzValue(s *bytesSource, depth int) any {
+	switch s.next(6) {
+	case 0:
+		return "x"
+	case 1:
+		return int64(s.next(3))
+	case 2:
+		return nil
+	case 3:
+		if depth > 2 {
+			return true
+		}
+		var l []any
+		for i := s.next(3); i > 0; i-- {
+			l = append(l, fuzzValue(s, depth+1))
+		}
+		return l
+	default:
+		if depth > 3 {
+			return 1.5
+		}
+		m := map[string]any{}
+		for i := s.next(4); i > 0; i-- {
+			m[fuzzNames[s.next(len(fuzzNames))]] = fuzzValue(s, depth+1)
+		}
+		return m
+	}
+}
+
+var fuzzApplyTo = []ApplyTo{{Groups: []string{""}, Versions: []string{"v1"}, Kinds: []string{"Pod"}}}
+
+func fuzzMutator(s *bytesSource, i int) *Mutator {
+	meta := metav1.ObjectMeta{Name: "m" + string(rune('a'+i))}
+	loc := fuzzLocation(s)
+	var tests []PathTest
+	if p, err := path.Parse(loc); err == nil && s.next(3) == 0 {
+		d := s.next(len(p.Nodes))
+		cond := MustExist
+		if s.next(2) == 0 {
+			cond = MustNotExist
+		}
+		tests = append(tests, PathTest{SubPath: path.Path{Nodes: p.Nodes[:d+1]}.String(), Condition: cond})
+	}
+	var m *Mutator
+	switch s.next(4) {
+	case 0:
+		m, _ = NewAssign(&Assign{ObjectMeta: meta, Spec: AssignSpec{ApplyTo: fuzzApplyTo, Location: loc,
+			Parameters: AssignParameters{PathTests: tests, Assign: AssignField{Value: &Value{Value: fuzzValue(s, 0)}}}}})
+	case 1:
+		var vals []Value
+		for j := s.next(3); j >= 0; j-- {
+			vals = append(vals, Value{Value: fuzzValue(s, 1)})
+		}
+		op := OperationMerge
+		if s.next(2) == 0 {
+			op = OperationPrune
+		}
+		m, _ = NewModifySet(&ModifySet{ObjectMeta: meta, Spec: ModifySetSpec{ApplyTo: fuzzApplyTo, Location: loc,
+			Parameters: ModifySetParameters{PathTests: tests, Operation: op, Values: Values{FromList: vals}}}})
+	case 2:
+		m, _ = NewAssignImage(&AssignImage{ObjectMeta: meta, Spec: AssignImageSpec{ApplyTo: fuzzApplyTo, Location: loc,
+			Parameters: AssignImageParameters{PathTests: tests, AssignDomain: []string{"", "r.io"}[s.next(2)], AssignTag: ":v1"}}})
+	default:
+		m, _ = NewAssignMetadata(&AssignMetadata{ObjectMeta: meta, Spec: AssignMetadataSpec{Location: "metadata.labels." + fuzzNames[s.next(len(fuzzNames))],
+			Parameters: MetadataParameters{Assign: AssignField{Value: &Value{Value: "v"}}}}})
+	}
+	return m
+}
+
+func FuzzSystem(f *testing.F) {
+	for _, seed := range []string{"", "\x00\x01\x02\x03", "\x05\x04\x03\x02\x01\x00\x07\x08", strings.Repeat("\x01\x02", 40), strings.Repeat("\x03\x00\x05", 40)} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := &bytesSource{b: data}
+		var ms []*Mutator
+		for i := s.next(6); i >= 0; i-- {
+			if m := fuzzMutator(s, i); m != nil {
+				ms = append(ms, m)
+			}
+		}
+		sys, err := NewSystem(ms)
+		if err != nil {
+			return // a conflict, refused at load
+		}
+		o, _ := fuzzValue(s, 0).(map[string]any)
+		if o == nil {
+			o = map[string]any{}
+		}
+		target := podTarget()
+		target.Labels = labels.Set{}
+		cands := sys.Candidates(target.GVK, OperationCreate)
+		_, err = Mutate(cands, o, target)
+		if err != nil {
+			if errors.Is(err, ErrNotConverging) {
+				t.Logf("reported: %v", err)
+			}
+			return
+		}
+		// Converged objects stay put.
+		before := deepCopyJSON(o)
+		if _, err := Mutate(cands, o, podTarget()); err != nil {
+			t.Fatalf("second run failed: %v", err)
+		}
+		if !jsonEqual(before, o) {
+			t.Fatalf("a converged object changed on the next admission:\nbefore %v\nafter  %v", before, o)
+		}
+	})
+}
