@@ -1,0 +1,374 @@
+// Package podpreset is the PodPreset admission plugin: when a pod is
+// created it merges in the env, envFrom, volumes and volume mounts of every
+// PodPreset of its namespace, and every ClusterPodPreset, whose selectors
+// pick it.
+//
+// It is the plugin Kubernetes removed in 1.20 with its behaviour kept
+// (create only, mirror pods and the exclude annotation skipped, all or
+// nothing on conflict, the podpreset-<name> annotation) and its defects
+// fixed: envFrom takes part in the conflict check and is never wiped or
+// duplicated, presets apply in name order, they are defaulted like the pod
+// before they are compared, a conflict is shown to whoever created the pod
+// (a warning and an Event), and a pod is never admitted without its presets
+// because the cache had not synced yet.
+package podpreset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	genericinitializer "k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
+	settingsinformers "github.com/admitkit/admitkit/generated/informers/externalversions"
+	settingslisters "github.com/admitkit/admitkit/generated/listers/settings/v1alpha1"
+	"github.com/admitkit/admitkit/plugin/initializer"
+)
+
+const (
+	// PluginName is the name to give --enable-admission-plugins.
+	PluginName = "PodPreset"
+
+	annotationPrefix = "podpreset.admission.kubernetes.io"
+	// ExcludeAnnotation, set to "true" on a pod, keeps every preset out of it.
+	ExcludeAnnotation                = annotationPrefix + "/exclude"
+	podPresetAnnotationPrefix        = annotationPrefix + "/podpreset-"
+	clusterPodPresetAnnotationPrefix = annotationPrefix + "/clusterpodpreset-"
+
+	podPresetKind        = "PodPreset"
+	clusterPodPresetKind = "ClusterPodPreset"
+
+	// conflictReason is the reason of the Event a conflict leaves in the
+	// pod's namespace.
+	conflictReason = "PodPresetConflict"
+)
+
+// Register registers the plugin. It takes no configuration.
+func Register(plugins *admission.Plugins) {
+	plugins.Register(PluginName, func(io.Reader) (admission.Interface, error) {
+		return NewPlugin(), nil
+	})
+}
+
+// Plugin is the PodPreset admission plugin.
+type Plugin struct {
+	*admission.Handler
+
+	podPresets        settingslisters.PodPresetLister
+	clusterPodPresets settingslisters.ClusterPodPresetLister
+	namespaces        corev1listers.NamespaceLister
+	client            kubernetes.Interface
+	recorder          record.EventRecorder
+
+	// Used to watch presets without a settings informer factory.
+	dynamicClient dynamic.Interface
+	stop          <-chan struct{}
+
+	synced []cache.InformerSynced
+	ready  atomic.Bool
+}
+
+var (
+	_ admission.MutationInterface                         = &Plugin{}
+	_ admission.InitializationValidator                   = &Plugin{}
+	_ initializer.WantsSettingsInformerFactory            = &Plugin{}
+	_ genericinitializer.WantsExternalKubeInformerFactory = &Plugin{}
+	_ genericinitializer.WantsExternalKubeClientSet       = &Plugin{}
+	_ genericinitializer.WantsDynamicClient               = &Plugin{}
+	_ genericinitializer.WantsDrainedNotification         = &Plugin{}
+)
+
+// NewPlugin returns a plugin that acts on pod creation.
+func NewPlugin() *Plugin {
+	return &Plugin{Handler: admission.NewHandler(admission.Create)}
+}
+
+// SetSettingsInformerFactory takes the PodPreset and ClusterPodPreset
+// listers from a server's settings.k8s.io informer factory.
+func (p *Plugin) SetSettingsInformerFactory(f settingsinformers.SharedInformerFactory) {
+	podPresets := f.Settings().V1alpha1().PodPresets()
+	clusterPodPresets := f.Settings().V1alpha1().ClusterPodPresets()
+	p.podPresets = podPresets.Lister()
+	p.clusterPodPresets = clusterPodPresets.Lister()
+	p.synced = append(p.synced, podPresets.Informer().HasSynced, clusterPodPresets.Informer().HasSynced)
+}
+
+// SetExternalKubeInformerFactory takes the namespace lister that
+// ClusterPodPreset namespace selectors are matched through.
+func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactory) {
+	namespaces := f.Core().V1().Namespaces()
+	p.namespaces = namespaces.Lister()
+	p.synced = append(p.synced, namespaces.Informer().HasSynced)
+}
+
+// SetExternalKubeClientSet takes the client that conflict Events are
+// written with and that looks up a namespace the cache has not seen yet.
+func (p *Plugin) SetExternalKubeClientSet(client kubernetes.Interface) {
+	p.client = client
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	p.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "podpreset-admission"})
+}
+
+// SetDynamicClient takes the loopback dynamic client that every
+// kube-apiserver hands its plugins; without a settings informer factory the
+// plugin watches presets through it.
+func (p *Plugin) SetDynamicClient(client dynamic.Interface) { p.dynamicClient = client }
+
+// SetDrainedNotification takes the channel that closes when the server
+// shuts down, which stops the plugin's own preset watches.
+func (p *Plugin) SetDrainedNotification(stop <-chan struct{}) { p.stop = stop }
+
+// ValidateInitialization fails when the plugin lacks something it needs.
+// When no settings informer factory was handed over, this is where the
+// plugin starts watching presets through the dynamic client.
+func (p *Plugin) ValidateInitialization() error {
+	if p.podPresets == nil {
+		if p.dynamicClient == nil || p.stop == nil {
+			return errors.New("PodPreset requires a settings.k8s.io informer factory, or a dynamic client and a drained notification")
+		}
+		p.watchThroughDynamicClient()
+	}
+	if p.namespaces == nil {
+		return errors.New("PodPreset requires a namespace lister")
+	}
+	if p.client == nil {
+		return errors.New("PodPreset requires a client")
+	}
+	return nil
+}
+
+var podsResource = corev1.Resource("pods")
+
+// Admit merges the matching presets into a pod being created.
+func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	if a.GetOperation() != admission.Create || a.GetSubresource() != "" || a.GetResource().GroupResource() != podsResource {
+		return nil
+	}
+	obj := a.GetObject()
+	podMeta, err := meta.Accessor(obj)
+	if err != nil {
+		return apierrors.NewBadRequest("Resource was marked with kind Pod but was unable to be converted")
+	}
+	annotations := podMeta.GetAnnotations()
+	// Mirror pods are the kubelet's copies of static pods: they must not
+	// reference anything a preset could bring in.
+	if _, mirror := annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return nil
+	}
+	if annotations[ExcludeAnnotation] == "true" {
+		return nil
+	}
+	if err := p.checkSynced(ctx, a); err != nil {
+		return err
+	}
+
+	// Presets are looked up in the request's namespace: a pod sent without
+	// metadata.namespace must not pick up another namespace's presets.
+	presets, err := p.matchingPresets(ctx, a.GetNamespace(), podMeta.GetLabels())
+	if err != nil || len(presets) == 0 {
+		return err
+	}
+
+	pod, err := versionedPod(obj, o)
+	if err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("Resource was marked with kind Pod but was unable to be converted: %v", err))
+	}
+	if err := applyPresets(pod, presets); err != nil {
+		p.reportConflict(ctx, a, podMeta, presets, err)
+		return nil
+	}
+	klog.FromContext(ctx).V(4).Info("Applied pod presets", "pod", podRef(a.GetNamespace(), podMeta), "presets", presetNames(presets))
+	if pod == obj {
+		return nil
+	}
+	if err := o.GetObjectConvertor().Convert(pod, obj, nil); err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("converting the pod back after applying presets: %w", err))
+	}
+	return nil
+}
+
+// checkSynced refuses, with an error clients retry, a pod create that
+// arrives before the preset caches are filled: admitting it would silently
+// leave its presets out.
+func (p *Plugin) checkSynced(ctx context.Context, a admission.Attributes) error {
+	if p.ready.Load() {
+		return nil
+	}
+	for _, synced := range p.synced {
+		if !synced() {
+			klog.FromContext(ctx).V(2).Info("Pod create refused until the PodPreset cache has synced", "namespace", a.GetNamespace())
+			err := apierrors.NewServiceUnavailable("the PodPreset admission plugin has not synced its PodPreset cache yet; retry the create")
+			err.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+			return err
+		}
+	}
+	p.ready.Store(true)
+	return nil
+}
+
+// matchingPresets returns the presets that select a pod with podLabels in
+// namespace: the namespace's PodPresets by name, then the ClusterPodPresets
+// by name. The order only decides where appended items go, but it is the
+// same on every call, unlike upstream's cache order.
+func (p *Plugin) matchingPresets(ctx context.Context, namespace string, podLabels map[string]string) ([]*preset, error) {
+	podPresets, err := p.podPresets.PodPresets(namespace).List(labels.Everything())
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("listing pod presets failed: %w", err))
+	}
+	var matched []*preset
+	for _, pp := range podPresets {
+		ok, err := selectorMatches(&pp.Spec.Selector, podLabels)
+		if err != nil {
+			return nil, apierrors.NewInternalError(fmt.Errorf("filtering pod presets failed: PodPreset %s/%s: spec.selector: %w", pp.Namespace, pp.Name, err))
+		}
+		if ok {
+			matched = append(matched, newPreset(podPresetKind, &pp.ObjectMeta, &pp.Spec))
+		}
+	}
+	sortByName(matched)
+	namespaced := len(matched)
+
+	clusterPodPresets, err := p.clusterPodPresets.List(labels.Everything())
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("listing cluster pod presets failed: %w", err))
+	}
+	var namespaceLabels map[string]string
+	namespaceLoaded := false
+	for _, cpp := range clusterPodPresets {
+		ok, err := selectorMatches(&cpp.Spec.Selector, podLabels)
+		if err == nil && ok && !selectsEverything(&cpp.Spec.NamespaceSelector) {
+			if !namespaceLoaded {
+				if namespaceLabels, err = p.namespaceLabels(ctx, namespace); err != nil {
+					return nil, err
+				}
+				namespaceLoaded = true
+			}
+			ok, err = selectorMatches(&cpp.Spec.NamespaceSelector, namespaceLabels)
+		}
+		if err != nil {
+			return nil, apierrors.NewInternalError(fmt.Errorf("filtering cluster pod presets failed: ClusterPodPreset %s: selectors: %w", cpp.Name, err))
+		}
+		if ok {
+			matched = append(matched, newPreset(clusterPodPresetKind, &cpp.ObjectMeta, &cpp.Spec.PodPresetSpec))
+		}
+	}
+	sortByName(matched[namespaced:])
+	return matched, nil
+}
+
+func selectsEverything(s *metav1.LabelSelector) bool {
+	return len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0
+}
+
+func sortByName(presets []*preset) {
+	slices.SortFunc(presets, func(a, b *preset) int { return strings.Compare(a.name, b.name) })
+}
+
+// newPreset defaults a copy of spec the way the API server defaulted the
+// pod, so that an item the pod already has is recognised as the same item.
+// The copy also keeps the cached preset untouched.
+func newPreset(kind string, m *metav1.ObjectMeta, spec *settingsv1alpha1.PodPresetSpec) *preset {
+	p := &preset{kind: kind, name: m.Name, resourceVersion: m.ResourceVersion}
+	spec.DeepCopyInto(&p.spec)
+	settingsv1alpha1.SetObjectDefaults_PodPreset(&settingsv1alpha1.PodPreset{Spec: p.spec})
+	return p
+}
+
+// namespaceLabels reads a namespace's labels from the cache, or from the
+// API server when the namespace is newer than the cache.
+func (p *Plugin) namespaceLabels(ctx context.Context, name string) (map[string]string, error) {
+	ns, err := p.namespaces.Get(name)
+	if apierrors.IsNotFound(err) {
+		ns, err = p.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	}
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("looking up namespace %q for ClusterPodPreset namespace selectors: %w", name, err))
+	}
+	return ns.Labels, nil
+}
+
+// versionedPod returns the pod as a core/v1 Pod. Inside kube-apiserver the
+// admission chain hands plugins its internal Pod type, which this module
+// cannot import; the chain's converter turns it into the versioned one.
+func versionedPod(obj runtime.Object, o admission.ObjectInterfaces) (*corev1.Pod, error) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		return pod, nil
+	}
+	if o == nil {
+		return nil, fmt.Errorf("got %T and no converter", obj)
+	}
+	converted, err := admission.ConvertToGVK(obj, corev1.SchemeGroupVersion.WithKind("Pod"), o)
+	if err != nil {
+		return nil, err
+	}
+	pod, ok := converted.(*corev1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("converted %T to %T", obj, converted)
+	}
+	return pod, nil
+}
+
+// reportConflict tells whoever created the pod why its presets were left
+// out: an admission warning their client prints, a Warning Event in the
+// pod's namespace (not on a dry run, which must have no side effects), and
+// a log line for the cluster's operators.
+func (p *Plugin) reportConflict(ctx context.Context, a admission.Attributes, podMeta metav1.Object, presets []*preset, err error) {
+	ref := podRef(a.GetNamespace(), podMeta)
+	message := fmt.Sprintf("pod presets not applied to pod %s because they conflict: %v", ref.Name, err)
+	warning.AddWarning(ctx, "", message)
+	klog.FromContext(ctx).V(2).Info("Pod presets not applied because they conflict", "pod", ref, "presets", presetNames(presets), "err", err)
+	if a.IsDryRun() || p.recorder == nil {
+		return
+	}
+	p.recorder.Event(&corev1.ObjectReference{
+		APIVersion: "v1",
+		Kind:       "Pod",
+		Namespace:  ref.Namespace,
+		Name:       ref.Name,
+	}, corev1.EventTypeWarning, conflictReason, message)
+}
+
+// podRef names a pod that may not have its name yet: a pod made from
+// generateName is named after its prefix, trimmed so that the Event named
+// after it stays a valid name.
+func podRef(namespace string, podMeta metav1.Object) klog.ObjectRef {
+	name := podMeta.GetName()
+	if name == "" {
+		name = strings.TrimRight(podMeta.GetGenerateName(), "-.")
+	}
+	if name == "" {
+		name = "pod"
+	}
+	return klog.KRef(namespace, name)
+}
+
+func presetNames(presets []*preset) []string {
+	names := make([]string, len(presets))
+	for i, p := range presets {
+		names[i] = p.String()
+	}
+	return names
+}

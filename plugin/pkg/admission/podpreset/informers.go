@@ -1,0 +1,75 @@
+package podpreset
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
+	settingslisters "github.com/admitkit/admitkit/generated/listers/settings/v1alpha1"
+)
+
+// watchThroughDynamicClient fills the preset listers from informers over
+// the dynamic client, for servers that give plugins no settings informer
+// factory (a stock kube-apiserver build only adds our plugins, not an
+// initializer). The informers hold typed presets, so Admit reads them just
+// as it reads a factory's. They retry until the API server serves the
+// group and stop when it shuts down.
+func (p *Plugin) watchThroughDynamicClient() {
+	podPresets := p.typedInformer(settingsv1alpha1.SchemeGroupVersion.WithResource("podpresets"),
+		&settingsv1alpha1.PodPreset{}, func() runtime.Object { return &settingsv1alpha1.PodPresetList{} })
+	clusterPodPresets := p.typedInformer(settingsv1alpha1.SchemeGroupVersion.WithResource("clusterpodpresets"),
+		&settingsv1alpha1.ClusterPodPreset{}, func() runtime.Object { return &settingsv1alpha1.ClusterPodPresetList{} })
+	p.podPresets = settingslisters.NewPodPresetLister(podPresets.GetIndexer())
+	p.clusterPodPresets = settingslisters.NewClusterPodPresetLister(clusterPodPresets.GetIndexer())
+	p.synced = append(p.synced, podPresets.HasSynced, clusterPodPresets.HasSynced)
+	go podPresets.Run(p.stop)
+	go clusterPodPresets.Run(p.stop)
+}
+
+// typedInformer lists and watches gvr through the dynamic client and
+// converts every object to the typed form of example.
+func (p *Plugin) typedInformer(gvr schema.GroupVersionResource, example runtime.Object, newList func() runtime.Object) cache.SharedIndexInformer {
+	resource := p.dynamicClient.Resource(gvr)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+			list, err := resource.List(ctx, options)
+			if err != nil {
+				return nil, err
+			}
+			typed := newList()
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.UnstructuredContent(), typed); err != nil {
+				return nil, fmt.Errorf("decoding %s: %w", gvr.Resource, err)
+			}
+			return typed, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+			w, err := resource.Watch(ctx, options)
+			if err != nil {
+				return nil, err
+			}
+			return watch.Filter(w, func(event watch.Event) (watch.Event, bool) {
+				u, ok := event.Object.(*unstructured.Unstructured)
+				if !ok {
+					return event, true
+				}
+				typed := example.DeepCopyObject()
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), typed); err != nil {
+					// The reflector restarts the watch on an error event.
+					return watch.Event{Type: watch.Error, Object: &metav1.Status{
+						Status: metav1.StatusFailure, Message: fmt.Sprintf("decoding %s: %v", gvr.Resource, err),
+					}}, true
+				}
+				event.Object = typed
+				return event, true
+			}), nil
+		},
+	}
+	return cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+}
