@@ -4,12 +4,15 @@ package plugin
 
 import (
 	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/podpreset"
 )
 
 // RegisterAllAdmissionPlugins registers every admitkit plugin under its
 // PluginName. A fork calls it on the same registry as the upstream plugins,
 // after removing any upstream plugin of the same name.
 func RegisterAllAdmissionPlugins(plugins *admission.Plugins) {
+	podpreset.Register(plugins)
 }
 
 // AllOrderedPlugins is Kubernetes 1.37's recommended admission order with

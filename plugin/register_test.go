@@ -1,0 +1,45 @@
+package plugin
+
+import (
+	"slices"
+	"testing"
+
+	"k8s.io/apiserver/pkg/admission"
+)
+
+func TestEveryPluginIsRegisteredAndOrdered(t *testing.T) {
+	plugins := admission.NewPlugins()
+	RegisterAllAdmissionPlugins(plugins)
+	registered := plugins.Registered()
+	if want := []string{"PodPreset"}; !slices.Equal(registered, want) {
+		t.Errorf("registered %v, want %v", registered, want)
+	}
+	for _, name := range registered {
+		if !slices.Contains(AllOrderedPlugins, name) {
+			t.Errorf("%s is registered but has no place in AllOrderedPlugins", name)
+		}
+	}
+}
+
+func TestRecommendedOrder(t *testing.T) {
+	before := func(a, b string) {
+		t.Helper()
+		i, j := slices.Index(AllOrderedPlugins, a), slices.Index(AllOrderedPlugins, b)
+		if i < 0 || j < 0 || i >= j {
+			t.Errorf("%s (at %d) must come before %s (at %d)", a, i, b, j)
+		}
+	}
+	before("PodPreset", "LimitRanger")
+	before("PodPreset", "ServiceAccount")
+	before("ServiceAccount", "NodeRestriction")
+	before("NodeRestriction", "TaintNodesByCondition")
+	before("PodResizeValidator", "LocationMutator")
+	before("LocationMutator", "MutatingAdmissionPolicy")
+	seen := map[string]bool{}
+	for _, name := range AllOrderedPlugins {
+		if seen[name] {
+			t.Errorf("%s appears twice", name)
+		}
+		seen[name] = true
+	}
+}
