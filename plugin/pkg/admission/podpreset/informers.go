@@ -71,5 +71,7 @@ func (p *Plugin) typedInformer(gvr schema.GroupVersionResource, example runtime.
 			}), nil
 		},
 	}
-	return cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	// Streaming lists are used only where the dynamic client supports them.
+	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, p.dynamicClient), example, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 }
