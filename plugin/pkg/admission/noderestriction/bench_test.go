@@ -1,0 +1,113 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package noderestriction
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+)
+
+// benchPod is a pod of realistic size: two containers with environment,
+// mounts and resources, a projected token volume and some status.
+func benchPod(node string) *corev1.Pod {
+	pod := testPod("ns", "mypod", node, false)
+	pod.Labels = map[string]string{"app": "web", "tier": "frontend", "pod-template-hash": "5d8f7c9b6"}
+	pod.Spec.ServiceAccountName = "default"
+	for _, name := range []string{"app", "sidecar"} {
+		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{
+			Name:         name,
+			Image:        "registry.example.com/" + name + ":1.2.3",
+			Env:          []corev1.EnvVar{{Name: "MODE", Value: "production"}, {Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "token", MountPath: "/var/run/secrets/tokens"}},
+		})
+	}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: "vault"}}},
+	}}}}
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	return pod
+}
+
+func benchValidate(b *testing.B, p *Plugin, attrs admission.Attributes) {
+	b.Helper()
+	ctx := context.Background()
+	if err := p.Validate(ctx, attrs, nil); err != nil {
+		b.Fatalf("the benchmarked request must be allowed: %v", err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = p.Validate(ctx, attrs, nil)
+	}
+}
+
+func BenchmarkValidate(b *testing.B) {
+	pod := benchPod("mynode")
+	pods := podLister(b, pod)
+
+	b.Run("non-node request", func(b *testing.B) {
+		bob := &user.DefaultInfo{Name: "bob", Groups: []string{"system:authenticated"}}
+		p := admitCase{pods: pods}.plugin(b)
+		benchValidate(b, p, request(pod, pod, kindPod, gvrPods, "ns", "mypod", "", admission.Update, bob))
+	})
+
+	b.Run("node label update", func(b *testing.B) {
+		old := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "mynode", Labels: map[string]string{
+			"kubernetes.io/hostname": "mynode", "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+			"topology.kubernetes.io/zone": "z1", "node.kubernetes.io/instance-type": "m5.large",
+		}}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule}}}}
+		node := old.DeepCopy()
+		node.Labels["topology.kubernetes.io/zone"] = "z2"
+		node.Labels["example.com/rack"] = "r7"
+		p := admitCase{pods: pods}.plugin(b)
+		benchValidate(b, p, request(node, old, kindNode, gvrNodes, "", "mynode", "", admission.Update, userMyNode))
+	})
+
+	b.Run("pod status update", func(b *testing.B) {
+		updated := pod.DeepCopy()
+		updated.Status.Conditions[0].Status = corev1.ConditionFalse
+		p := admitCase{pods: pods}.plugin(b)
+		benchValidate(b, p, request(updated, pod, kindPod, gvrPods, "ns", "mypod", "status", admission.Update, userMyNode))
+	})
+
+	b.Run("mirror pod create", func(b *testing.B) {
+		mirror := benchPod("mynode")
+		mirror.Spec.ServiceAccountName = ""
+		mirror.Spec.Volumes = []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/etc/app"}}}}
+		m := testPod("ns", "mypod", "mynode", true)
+		mirror.Annotations, mirror.OwnerReferences = m.Annotations, m.OwnerReferences
+		p := admitCase{pods: pods}.plugin(b)
+		benchValidate(b, p, request(mirror, nil, kindPod, gvrPods, "ns", "mypod", "", admission.Create, userMyNode))
+	})
+
+	b.Run("token request", func(b *testing.B) {
+		p := admitCase{pods: pods, inspect: true}.plugin(b)
+		benchValidate(b, p, request(tokenRequest("mypod", "pod-uid", "vault"), nil, kindToken, gvrSAs, "ns", "default", "token", admission.Create, userMyNode))
+	})
+
+	b.Run("baseline: v1 Pod DeepCopy", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = pod.DeepCopy()
+		}
+	})
+}
