@@ -18,8 +18,10 @@ package noderestriction
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
@@ -330,7 +332,7 @@ func TestValidateInitialization(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		break_ func(*Plugin)
+		unset func(*Plugin)
 		err    string
 	}{
 		{"node identifier", func(p *Plugin) { p.nodeIdentifier = nil }, "NodeRestriction requires a node identifier"},
@@ -347,7 +349,7 @@ func TestValidateInitialization(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := full()
-			tt.break_(p)
+			tt.unset(p)
 			checkErr(t, p.ValidateInitialization(), tt.err)
 		})
 	}
@@ -426,4 +428,33 @@ func TestFeatureGates(t *testing.T) {
 			t.Errorf("gates = %+v, want %+v", p.gates, want)
 		}
 	})
+}
+
+// TestComparedFields guards the hand-written comparisons in nodes.go and
+// pods.go: a field k8s.io/api adds must be compared there too.
+func TestComparedFields(t *testing.T) {
+	for _, tt := range []struct {
+		v      any
+		fields int
+	}{
+		{corev1.Taint{}, 4},
+		{metav1.OwnerReference{}, 6},
+		{corev1.PodResourceClaimStatus{}, 2},
+		{corev1.PodExtendedResourceClaimStatus{}, 2},
+		{corev1.NodeAllocatableResourceClaimStatus{}, 4},
+		{corev1.NodeAllocatableMappedResources{}, 2},
+		{corev1.NodeAllocatableOverheadResources{}, 3},
+	} {
+		if n := reflect.TypeOf(tt.v).NumField(); n != tt.fields {
+			t.Errorf("%T has %d fields, the comparison knows %d", tt.v, n, tt.fields)
+		}
+	}
+	t1 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t2 := metav1.NewTime(t1.In(time.FixedZone("x", 3600)))
+	if !taintEqual(corev1.Taint{Key: "k", TimeAdded: &t1}, corev1.Taint{Key: "k", TimeAdded: &t2}) {
+		t.Errorf("the same instant in two zones must compare equal")
+	}
+	if taintEqual(corev1.Taint{Key: "k", TimeAdded: &t1}, corev1.Taint{Key: "k"}) {
+		t.Errorf("a set and an unset time must differ")
+	}
 }
