@@ -1,0 +1,112 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"k8s.io/klog/v2"
+)
+
+// etcdPorts is what the embedded etcd listens on, kept in its data
+// directory so that a restart on the same data finds its member again at
+// the peer URL recorded in it.
+type etcdPorts struct {
+	Client int `json:"client"`
+	Peer   int `json:"peer"`
+}
+
+// startEtcd starts a single-member etcd with its data in dir and returns
+// it with the URL kube-apiserver should use.
+func startEtcd(dir string, noFsync bool) (*embed.Etcd, string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, "", fmt.Errorf("etcd data directory %s: %w", dir, err)
+	}
+	ports, err := loadEtcdPorts(dir)
+	if err != nil {
+		return nil, "", err
+	}
+
+	cfg := embed.NewConfig()
+	cfg.Name = "admitkit"
+	cfg.Dir = filepath.Join(dir, "data")
+	cfg.UnsafeNoFsync = noFsync
+	clientURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.Client))}
+	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.Peer))}
+	cfg.ListenClientUrls = []url.URL{clientURL}
+	cfg.AdvertiseClientUrls = []url.URL{clientURL}
+	cfg.ListenPeerUrls = []url.URL{peerURL}
+	cfg.AdvertisePeerUrls = []url.URL{peerURL}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	// etcd logs a lot at info; keep its log beside its data.
+	cfg.LogLevel = "warn"
+	cfg.LogOutputs = []string{filepath.Join(dir, "etcd.log")}
+
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("starting embedded etcd in %s: %w", dir, err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, "", fmt.Errorf("embedded etcd in %s: %w", dir, err)
+	case <-time.After(60 * time.Second):
+		e.Close()
+		return nil, "", fmt.Errorf("embedded etcd in %s was not ready after 60s (see %s)", dir, cfg.LogOutputs[0])
+	}
+	klog.InfoS("Embedded etcd is ready", "dataDir", dir, "url", clientURL.String())
+	return e, clientURL.String(), nil
+}
+
+// loadEtcdPorts reads the ports of an earlier run, or picks two free ones
+// and records them.
+func loadEtcdPorts(dir string) (etcdPorts, error) {
+	file := filepath.Join(dir, "ports.json")
+	var ports etcdPorts
+	data, err := os.ReadFile(file)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(data, &ports); err != nil {
+			return ports, fmt.Errorf("%s: %w", file, err)
+		}
+		if ports.Client <= 0 || ports.Peer <= 0 {
+			return ports, fmt.Errorf("%s: client and peer ports must be positive, got %d and %d", file, ports.Client, ports.Peer)
+		}
+		return ports, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return ports, err
+	}
+	free, err := FreePorts(2)
+	if err != nil {
+		return ports, err
+	}
+	ports = etcdPorts{Client: free[0], Peer: free[1]}
+	data, err = json.Marshal(ports)
+	if err != nil {
+		return ports, err
+	}
+	return ports, os.WriteFile(file, data, 0o600)
+}
+
+// FreePorts returns n TCP ports on 127.0.0.1 that were free a moment ago.
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		// Keep each listener open until all are chosen, so that the ports differ.
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

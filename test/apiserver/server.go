@@ -1,0 +1,156 @@
+// Package apiserver is a custom kube-apiserver build: Kubernetes 1.37's
+// kube-apiserver with admitkit's admission plugins registered the way a fork
+// would register them, settings.k8s.io/v1alpha1 served in the same server
+// chain, and an embedded etcd when no --etcd-servers is given.
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/server/flagz"
+	"k8s.io/client-go/tools/cache"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/client-go/util/keyutil"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
+)
+
+// Options are kube-apiserver's options and this build's own.
+type Options struct {
+	// Server holds every kube-apiserver flag, with admitkit's admission
+	// registry in place.
+	Server *options.ServerRunOptions
+	// DataDir holds the embedded etcd's data, the serving certificate
+	// kube-apiserver generates, and the service-account signing key.
+	DataDir string
+	// EtcdUnsafeNoFsync makes the embedded etcd skip fsync (tests only).
+	EtcdUnsafeNoFsync bool
+
+	defaultCertDir string
+}
+
+// NewOptions returns kube-apiserver's defaults with admitkit's plugins
+// registered.
+func NewOptions() *Options {
+	s := options.NewServerRunOptions()
+	configureAdmission(s.Admission.GenericAdmission)
+	return &Options{Server: s, defaultCertDir: s.SecureServing.ServerCert.CertDirectory}
+}
+
+// Flags returns kube-apiserver's flag sets plus an "admitkit" set.
+func (o *Options) Flags() cliflag.NamedFlagSets {
+	fss := o.Server.Flags()
+	o.Server.Flagz = flagz.NamedFlagSetsReader{FlagSets: fss}
+	fs := fss.FlagSet("admitkit")
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the embedded etcd (unless --etcd-servers is set), the self-signed serving certificate (unless --cert-dir or --tls-cert-file is set) and the service-account signing key (unless --service-account-key-file or --service-account-signing-key-file is set). Required; reused across restarts.")
+	fs.BoolVar(&o.EtcdUnsafeNoFsync, "embedded-etcd-unsafe-no-fsync", o.EtcdUnsafeNoFsync, "Let the embedded etcd skip fsync. Faster, loses data on a crash: for tests only.")
+	return fss
+}
+
+// informerNames numbers the informer names of the servers started in one
+// process: client-go refuses a name that is still in use.
+var informerNames atomic.Int32
+
+// Run starts the embedded etcd if needed, then kube-apiserver, and serves
+// until ctx is cancelled. It returns the first start-up error, such as a
+// bad admission configuration.
+func (o *Options) Run(ctx context.Context) error {
+	s := o.Server
+	if err := s.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
+		return err
+	}
+	if o.DataDir == "" {
+		return errors.New("--data-dir is required")
+	}
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return fmt.Errorf("--data-dir %s: %w", o.DataDir, err)
+	}
+
+	if len(s.Etcd.StorageConfig.Transport.ServerList) == 0 {
+		etcd, url, err := startEtcd(filepath.Join(o.DataDir, "etcd"), o.EtcdUnsafeNoFsync)
+		if err != nil {
+			return err
+		}
+		defer etcd.Close()
+		s.Etcd.StorageConfig.Transport.ServerList = []string{url}
+	}
+	if err := o.defaultFiles(); err != nil {
+		return err
+	}
+	if s.InformerName == nil {
+		name := "kube-apiserver"
+		if n := informerNames.Add(1); n > 1 {
+			name = fmt.Sprintf("kube-apiserver-%d", n)
+		}
+		informerName, err := cache.NewInformerName(name)
+		if err != nil {
+			return err
+		}
+		s.InformerName = informerName
+	}
+
+	completed, err := s.Complete(ctx)
+	if err != nil {
+		return err
+	}
+	if errs := completed.Validate(); len(errs) != 0 {
+		return utilerrors.NewAggregate(errs)
+	}
+	config, settingsFactory, err := newConfig(completed)
+	if err != nil {
+		return err
+	}
+	completedConfig, err := config.Complete()
+	if err != nil {
+		return err
+	}
+	chain, err := createServerChain(completedConfig, settingsFactory)
+	if err != nil {
+		return err
+	}
+	prepared, err := chain.PrepareRun()
+	if err != nil {
+		return err
+	}
+	klog.InfoS("Starting admitkit kube-apiserver", "dataDir", o.DataDir, "etcd", s.Etcd.StorageConfig.Transport.ServerList)
+	return prepared.Run(ctx)
+}
+
+// defaultFiles points the serving certificate and the service-account key
+// into the data directory unless flags chose others, generating the key on
+// the first run.
+func (o *Options) defaultFiles() error {
+	s := o.Server
+	cert := &s.SecureServing.ServerCert
+	if cert.CertKey.CertFile == "" && cert.CertDirectory == o.defaultCertDir {
+		cert.CertDirectory = filepath.Join(o.DataDir, "certs")
+	}
+
+	sa := s.Authentication.ServiceAccounts
+	if len(sa.KeyFiles) == 0 && s.ServiceAccountSigningKeyFile == "" && sa.ExternalPublicKeysGetter == nil {
+		keyFile := filepath.Join(o.DataDir, "service-account.key")
+		if _, err := os.Stat(keyFile); errors.Is(err, os.ErrNotExist) {
+			key, err := keyutil.MakeEllipticPrivateKeyPEM()
+			if err != nil {
+				return fmt.Errorf("generating the service-account key: %w", err)
+			}
+			if err := keyutil.WriteKey(keyFile, key); err != nil {
+				return fmt.Errorf("writing the service-account key %s: %w", keyFile, err)
+			}
+		} else if err != nil {
+			return err
+		}
+		sa.KeyFiles = []string{keyFile}
+		s.ServiceAccountSigningKeyFile = keyFile
+		if len(sa.Issuers) == 0 {
+			sa.Issuers = []string{"https://kubernetes.default.svc.cluster.local"}
+		}
+	}
+	return nil
+}
