@@ -66,8 +66,9 @@ func numbersEqual(a, b any) (equal, bothNumbers bool) {
 	}
 }
 
-// jsonEqual compares two JSON values. A nil map or list equals an empty one
-// is NOT assumed: Kubernetes keeps `[]` and a missing list apart.
+// jsonEqual compares two JSON values by content. A nil and an empty list
+// are equal (both print as []); a missing field is not a value at all and
+// is told apart by the callers.
 func jsonEqual(a, b any) bool {
 	switch av := a.(type) {
 	case string:
