@@ -331,9 +331,9 @@ func TestValidateInitialization(t *testing.T) {
 		t.Fatalf("fully initialized: %v", err)
 	}
 	tests := []struct {
-		name   string
+		name  string
 		unset func(*Plugin)
-		err    string
+		err   string
 	}{
 		{"node identifier", func(p *Plugin) { p.nodeIdentifier = nil }, "NodeRestriction requires a node identifier"},
 		{"pods", func(p *Plugin) { p.podsGetter = nil }, "NodeRestriction requires a pod getter"},
