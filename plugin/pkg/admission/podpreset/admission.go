@@ -26,7 +26,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	genericinitializer "k8s.io/apiserver/pkg/admission/initializer"
@@ -41,9 +40,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
 	settingsinformers "github.com/admitkit/admitkit/generated/informers/externalversions"
-	settingslisters "github.com/admitkit/admitkit/generated/listers/settings/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/initializer"
 )
 
@@ -76,12 +73,13 @@ func Register(plugins *admission.Plugins) {
 type Plugin struct {
 	*admission.Handler
 
-	podPresets        settingslisters.PodPresetLister
-	clusterPodPresets settingslisters.ClusterPodPresetLister
-	namespaces        corev1listers.NamespaceLister
-	client            kubernetes.Interface
-	recorder          record.EventRecorder
+	index      *presetIndex
+	namespaces corev1listers.NamespaceLister
+	client     kubernetes.Interface
+	recorder   record.EventRecorder
 
+	// watching is true once the index is fed by informers.
+	watching bool
 	// Used to watch presets without a settings informer factory.
 	dynamicClient dynamic.Interface
 	stop          <-chan struct{}
@@ -102,17 +100,33 @@ var (
 
 // NewPlugin returns a plugin that acts on pod creation.
 func NewPlugin() *Plugin {
-	return &Plugin{Handler: admission.NewHandler(admission.Create)}
+	return &Plugin{Handler: admission.NewHandler(admission.Create), index: newPresetIndex()}
 }
 
-// SetSettingsInformerFactory takes the PodPreset and ClusterPodPreset
-// listers from a server's settings.k8s.io informer factory.
+// SetSettingsInformerFactory feeds the plugin's preset index from a
+// server's settings.k8s.io informer factory.
 func (p *Plugin) SetSettingsInformerFactory(f settingsinformers.SharedInformerFactory) {
-	podPresets := f.Settings().V1alpha1().PodPresets()
-	clusterPodPresets := f.Settings().V1alpha1().ClusterPodPresets()
-	p.podPresets = podPresets.Lister()
-	p.clusterPodPresets = clusterPodPresets.Lister()
-	p.synced = append(p.synced, podPresets.Informer().HasSynced, clusterPodPresets.Informer().HasSynced)
+	p.feedIndex(f.Settings().V1alpha1().PodPresets().Informer())
+	p.feedIndex(f.Settings().V1alpha1().ClusterPodPresets().Informer())
+}
+
+// feedIndex keeps the index in step with an informer's presets; the
+// plugin is ready once the index has seen the informer's initial list.
+func (p *Plugin) feedIndex(informer cache.SharedIndexInformer) {
+	registration, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    p.index.upsert,
+		UpdateFunc: func(_, obj interface{}) { p.index.upsert(obj) },
+		DeleteFunc: p.index.remove,
+	})
+	if err != nil {
+		// Only a stopped informer refuses a handler; the plugin then never
+		// becomes ready, and says why.
+		p.synced = append(p.synced, func() bool { return false })
+		klog.ErrorS(err, "PodPreset admission cannot watch presets")
+		return
+	}
+	p.watching = true
+	p.synced = append(p.synced, registration.HasSynced)
 }
 
 // SetExternalKubeInformerFactory takes the namespace lister that
@@ -145,7 +159,7 @@ func (p *Plugin) SetDrainedNotification(stop <-chan struct{}) { p.stop = stop }
 // When no settings informer factory was handed over, this is where the
 // plugin starts watching presets through the dynamic client.
 func (p *Plugin) ValidateInitialization() error {
-	if p.podPresets == nil {
+	if !p.watching {
 		if p.dynamicClient == nil || p.stop == nil {
 			return errors.New("PodPreset requires a settings.k8s.io informer factory, or a dynamic client and a drained notification")
 		}
@@ -234,67 +248,46 @@ func (p *Plugin) checkSynced(ctx context.Context, a admission.Attributes) error 
 // by name. The order only decides where appended items go, but it is the
 // same on every call, unlike upstream's cache order.
 func (p *Plugin) matchingPresets(ctx context.Context, namespace string, podLabels map[string]string) ([]*preset, error) {
-	podPresets, err := p.podPresets.PodPresets(namespace).List(labels.Everything())
+	namespaced, err := p.index.set(namespace).selecting(podLabels, nil)
 	if err != nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf("listing pod presets failed: %w", err))
+		return nil, apierrors.NewInternalError(fmt.Errorf("filtering pod presets failed: %w", err))
 	}
-	var matched []*preset
-	for _, pp := range podPresets {
-		ok, err := selectorMatches(&pp.Spec.Selector, podLabels)
-		if err != nil {
-			return nil, apierrors.NewInternalError(fmt.Errorf("filtering pod presets failed: PodPreset %s/%s: spec.selector: %w", pp.Namespace, pp.Name, err))
-		}
-		if ok {
-			matched = append(matched, newPreset(podPresetKind, &pp.ObjectMeta, &pp.Spec))
-		}
+	cluster, err := p.index.set(clusterNamespace).selecting(podLabels, nil)
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("filtering cluster pod presets failed: %w", err))
+	}
+	if len(namespaced) == 0 && len(cluster) == 0 {
+		return nil, nil
+	}
+
+	matched := make([]*preset, 0, len(namespaced)+len(cluster))
+	for _, c := range namespaced {
+		matched = append(matched, &c.preset)
 	}
 	sortByName(matched)
-	namespaced := len(matched)
-
-	clusterPodPresets, err := p.clusterPodPresets.List(labels.Everything())
-	if err != nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf("listing cluster pod presets failed: %w", err))
-	}
 	var namespaceLabels map[string]string
 	namespaceLoaded := false
-	for _, cpp := range clusterPodPresets {
-		ok, err := selectorMatches(&cpp.Spec.Selector, podLabels)
-		if err == nil && ok && !selectsEverything(&cpp.Spec.NamespaceSelector) {
+	clusterStart := len(matched)
+	for _, c := range cluster {
+		if !c.namespaceSelector.selectsEverything() {
 			if !namespaceLoaded {
 				if namespaceLabels, err = p.namespaceLabels(ctx, namespace); err != nil {
 					return nil, err
 				}
 				namespaceLoaded = true
 			}
-			ok, err = selectorMatches(&cpp.Spec.NamespaceSelector, namespaceLabels)
+			if !c.namespaceSelector.matches(namespaceLabels) {
+				continue
+			}
 		}
-		if err != nil {
-			return nil, apierrors.NewInternalError(fmt.Errorf("filtering cluster pod presets failed: ClusterPodPreset %s: selectors: %w", cpp.Name, err))
-		}
-		if ok {
-			matched = append(matched, newPreset(clusterPodPresetKind, &cpp.ObjectMeta, &cpp.Spec.PodPresetSpec))
-		}
+		matched = append(matched, &c.preset)
 	}
-	sortByName(matched[namespaced:])
+	sortByName(matched[clusterStart:])
 	return matched, nil
-}
-
-func selectsEverything(s *metav1.LabelSelector) bool {
-	return len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0
 }
 
 func sortByName(presets []*preset) {
 	slices.SortFunc(presets, func(a, b *preset) int { return strings.Compare(a.name, b.name) })
-}
-
-// newPreset defaults a copy of spec the way the API server defaulted the
-// pod, so that an item the pod already has is recognised as the same item.
-// The copy also keeps the cached preset untouched.
-func newPreset(kind string, m *metav1.ObjectMeta, spec *settingsv1alpha1.PodPresetSpec) *preset {
-	p := &preset{kind: kind, name: m.Name, resourceVersion: m.ResourceVersion}
-	spec.DeepCopyInto(&p.spec)
-	settingsv1alpha1.SetObjectDefaults_PodPreset(&settingsv1alpha1.PodPreset{Spec: p.spec})
-	return p
 }
 
 // namespaceLabels reads a namespace's labels from the cache, or from the

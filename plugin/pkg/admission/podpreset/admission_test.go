@@ -2,7 +2,6 @@ package podpreset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -22,7 +20,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
-	settingslisters "github.com/admitkit/admitkit/generated/listers/settings/v1alpha1"
 )
 
 // Upstream: a conflicting preset of another namespace is not even looked at.
@@ -461,30 +458,46 @@ func TestStoredInvalidSelectorRejectsTheCreate(t *testing.T) {
 		settingsv1alpha1.PodPresetSpec{Env: []corev1.EnvVar{{Name: "A"}}})
 	p, _ := newTestPlugin(t, bad)
 	err := admitPod(t, p, testPod())
-	if err == nil || !strings.Contains(err.Error(), `filtering pod presets failed: PodPreset namespace/bad: spec.selector: "Near" is not a valid label selector operator`) {
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), `filtering pod presets failed: PodPreset "bad": spec.selector: "Near" is not a valid label selector operator`) {
 		t.Fatalf("error = %v", err)
+	}
+	// Another namespace's pods are not held up by it.
+	if err := admitPod(t, p, testPod(), inNamespace("other")); err != nil {
+		t.Errorf("pod in another namespace: %v", err)
 	}
 }
 
-// A listing failure rejects the create: admitting the pod would silently
-// leave its presets out.
-func TestListerFailureRejectsTheCreate(t *testing.T) {
-	p, _ := newTestPlugin(t)
-	p.podPresets = failingLister{}
+func TestStoredInvalidNamespaceSelectorRejectsTheCreate(t *testing.T) {
+	bad := clusterPodPreset("bad", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: metav1.LabelSelectorOpIn}}},
+		everything, settingsv1alpha1.PodPresetSpec{Env: []corev1.EnvVar{{Name: "A"}}})
+	p, _ := newTestPlugin(t, bad)
 	err := admitPod(t, p, testPod())
-	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "listing pod presets failed: cache unavailable") {
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), `filtering cluster pod presets failed: ClusterPodPreset "bad": spec.namespaceSelector: values: must be non-empty`) {
 		t.Fatalf("error = %v", err)
 	}
 }
 
-type failingLister struct{}
-
-func (failingLister) List(labels.Selector) ([]*settingsv1alpha1.PodPreset, error) {
-	return nil, errors.New("cache unavailable")
-}
-func (f failingLister) PodPresets(string) settingslisters.PodPresetNamespaceLister { return f }
-func (failingLister) Get(string) (*settingsv1alpha1.PodPreset, error) {
-	return nil, errors.New("cache unavailable")
+// Deleting or changing a preset takes effect on the next pod.
+func TestIndexFollowsUpdatesAndDeletes(t *testing.T) {
+	pp := podPreset("hello", everything, settingsv1alpha1.PodPresetSpec{Env: []corev1.EnvVar{{Name: "A", Value: "1"}}})
+	p, _ := newTestPlugin(t, pp)
+	changed := pp.DeepCopy()
+	changed.ResourceVersion = "11"
+	changed.Spec.Env[0].Value = "2"
+	p.index.upsert(changed)
+	pod := testPod()
+	if err := admitPod(t, p, pod); err != nil {
+		t.Fatal(err)
+	}
+	if got := pod.Spec.Containers[0].Env[2]; got.Value != "2" || pod.Annotations[podPresetAnnotationPrefix+"hello"] != "11" {
+		t.Errorf("after update: env %v, annotations %v", got, pod.Annotations)
+	}
+	p.index.remove(cache.DeletedFinalStateUnknown{Key: "namespace/hello", Obj: changed})
+	pod = testPod()
+	if err := admitPod(t, p, pod); err != nil {
+		t.Fatal(err)
+	}
+	assertUnchanged(t, testPod(), pod)
 }
 
 // Before the caches have synced a create is refused with an error clients

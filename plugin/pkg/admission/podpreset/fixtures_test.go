@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
-	settingslisters "github.com/admitkit/admitkit/generated/listers/settings/v1alpha1"
 )
 
 const testNamespace = "namespace"
@@ -26,29 +25,21 @@ const testNamespace = "namespace"
 // test can read.
 func newTestPlugin(t testing.TB, objs ...runtime.Object) (*Plugin, *record.FakeRecorder) {
 	t.Helper()
-	podPresets := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	clusterPodPresets := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	namespaces := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	p := NewPlugin()
 	for _, obj := range objs {
-		var err error
 		switch obj.(type) {
-		case *settingsv1alpha1.PodPreset:
-			err = podPresets.Add(obj)
-		case *settingsv1alpha1.ClusterPodPreset:
-			err = clusterPodPresets.Add(obj)
+		case *settingsv1alpha1.PodPreset, *settingsv1alpha1.ClusterPodPreset:
+			p.index.upsert(obj)
 		case *corev1.Namespace:
-			err = namespaces.Add(obj)
+			if err := namespaces.Add(obj); err != nil {
+				t.Fatal(err)
+			}
 		default:
 			t.Fatalf("unexpected fixture %T", obj)
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 	recorder := record.NewFakeRecorder(10)
-	p := NewPlugin()
-	p.podPresets = settingslisters.NewPodPresetLister(podPresets)
-	p.clusterPodPresets = settingslisters.NewClusterPodPresetLister(clusterPodPresets)
 	p.namespaces = corev1listers.NewNamespaceLister(namespaces)
 	p.client = fake.NewClientset()
 	p.recorder = recorder

@@ -12,25 +12,24 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
-	settingslisters "github.com/admitkit/admitkit/generated/listers/settings/v1alpha1"
 )
 
-// watchThroughDynamicClient fills the preset listers from informers over
-// the dynamic client, for servers that give plugins no settings informer
+// watchThroughDynamicClient feeds the preset index from informers over the
+// dynamic client, for servers that give plugins no settings informer
 // factory (a stock kube-apiserver build only adds our plugins, not an
-// initializer). The informers hold typed presets, so Admit reads them just
-// as it reads a factory's. They retry until the API server serves the
-// group and stop when it shuts down.
+// initializer). The informers hold typed presets, so the index sees what a
+// factory's informers would give it. They retry until the API server
+// serves the group and stop when it shuts down.
 func (p *Plugin) watchThroughDynamicClient() {
-	podPresets := p.typedInformer(settingsv1alpha1.SchemeGroupVersion.WithResource("podpresets"),
-		&settingsv1alpha1.PodPreset{}, func() runtime.Object { return &settingsv1alpha1.PodPresetList{} })
-	clusterPodPresets := p.typedInformer(settingsv1alpha1.SchemeGroupVersion.WithResource("clusterpodpresets"),
-		&settingsv1alpha1.ClusterPodPreset{}, func() runtime.Object { return &settingsv1alpha1.ClusterPodPresetList{} })
-	p.podPresets = settingslisters.NewPodPresetLister(podPresets.GetIndexer())
-	p.clusterPodPresets = settingslisters.NewClusterPodPresetLister(clusterPodPresets.GetIndexer())
-	p.synced = append(p.synced, podPresets.HasSynced, clusterPodPresets.HasSynced)
-	go podPresets.Run(p.stop)
-	go clusterPodPresets.Run(p.stop)
+	for _, informer := range []cache.SharedIndexInformer{
+		p.typedInformer(settingsv1alpha1.SchemeGroupVersion.WithResource("podpresets"),
+			&settingsv1alpha1.PodPreset{}, func() runtime.Object { return &settingsv1alpha1.PodPresetList{} }),
+		p.typedInformer(settingsv1alpha1.SchemeGroupVersion.WithResource("clusterpodpresets"),
+			&settingsv1alpha1.ClusterPodPreset{}, func() runtime.Object { return &settingsv1alpha1.ClusterPodPresetList{} }),
+	} {
+		p.feedIndex(informer)
+		go informer.Run(p.stop)
+	}
 }
 
 // typedInformer lists and watches gvr through the dynamic client and

@@ -3,53 +3,81 @@ package podpreset
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// selectorMatches reports whether a label selector selects labels. It gives
-// the answer metav1.LabelSelectorAsSelector(s).Matches(labels) gives, without
-// building a selector: the plugin asks it of every preset in a namespace on
-// every pod create, and most presets match nothing.
-//
-// Validation has already refused malformed selectors; one that slips
-// through (a preset stored before validation existed) is an error rather
-// than a silent match or miss.
-func selectorMatches(s *metav1.LabelSelector, labels map[string]string) (bool, error) {
+// selector is a label selector compiled once, when its preset enters the
+// cache, so that matching it against a pod allocates nothing and walks no
+// map of the selector's.
+type selector struct {
+	labels []labelPair // matchLabels, sorted by key
+	exprs  []metav1.LabelSelectorRequirement
+}
+
+type labelPair struct{ key, value string }
+
+// compileSelector gives the selector metav1.LabelSelectorAsSelector would
+// build, refusing what it refuses. Validation has already refused malformed
+// selectors when the preset was written; one that slips through (a preset
+// stored before validation existed) must fail loudly, never silently match
+// or miss.
+func compileSelector(s *metav1.LabelSelector) (selector, error) {
+	var c selector
 	for key, value := range s.MatchLabels {
-		if got, ok := labels[key]; !ok || got != value {
-			return false, nil
+		c.labels = append(c.labels, labelPair{key, value})
+	}
+	slices.SortFunc(c.labels, func(a, b labelPair) int { return strings.Compare(a.key, b.key) })
+	for _, req := range s.MatchExpressions {
+		switch req.Operator {
+		case metav1.LabelSelectorOpIn, metav1.LabelSelectorOpNotIn:
+			if len(req.Values) == 0 {
+				return selector{}, fmt.Errorf("values: must be non-empty for operator %q on key %q", req.Operator, req.Key)
+			}
+		case metav1.LabelSelectorOpExists, metav1.LabelSelectorOpDoesNotExist:
+			if len(req.Values) != 0 {
+				return selector{}, fmt.Errorf("values: must be empty for operator %q on key %q", req.Operator, req.Key)
+			}
+		default:
+			return selector{}, fmt.Errorf("%q is not a valid label selector operator", req.Operator)
+		}
+		c.exprs = append(c.exprs, *req.DeepCopy())
+	}
+	return c, nil
+}
+
+// selectsEverything is true of the empty selector.
+func (s *selector) selectsEverything() bool { return len(s.labels) == 0 && len(s.exprs) == 0 }
+
+// matches reports whether the selector selects a set of labels.
+func (s *selector) matches(labels map[string]string) bool {
+	for _, pair := range s.labels {
+		if got, ok := labels[pair.key]; !ok || got != pair.value {
+			return false
 		}
 	}
-	for i := range s.MatchExpressions {
-		req := &s.MatchExpressions[i]
+	for i := range s.exprs {
+		req := &s.exprs[i]
 		value, present := labels[req.Key]
 		switch req.Operator {
 		case metav1.LabelSelectorOpIn:
-			if len(req.Values) == 0 {
-				return false, fmt.Errorf("values: must be non-empty for operator %q on key %q", req.Operator, req.Key)
-			}
 			if !present || !slices.Contains(req.Values, value) {
-				return false, nil
+				return false
 			}
 		case metav1.LabelSelectorOpNotIn:
-			if len(req.Values) == 0 {
-				return false, fmt.Errorf("values: must be non-empty for operator %q on key %q", req.Operator, req.Key)
-			}
 			if present && slices.Contains(req.Values, value) {
-				return false, nil
+				return false
 			}
 		case metav1.LabelSelectorOpExists:
 			if !present {
-				return false, nil
+				return false
 			}
 		case metav1.LabelSelectorOpDoesNotExist:
 			if present {
-				return false, nil
+				return false
 			}
-		default:
-			return false, fmt.Errorf("%q is not a valid label selector operator", req.Operator)
 		}
 	}
-	return true, nil
+	return true
 }

@@ -35,15 +35,19 @@ func TestSelectorMatches(t *testing.T) {
 		}},
 		{name: "unknown operator", selector: expr("app", "Near", "web"), wantErr: true},
 		{name: "In without values", selector: expr("app", metav1.LabelSelectorOpIn), wantErr: true},
+		{name: "Exists with values", selector: expr("app", metav1.LabelSelectorOpExists, "web"), wantErr: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := selectorMatches(&tc.selector, pod)
+			compiled, err := compileSelector(&tc.selector)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error = %v, want error %v", err, tc.wantErr)
 			}
-			if got != tc.want {
-				t.Errorf("selectorMatches = %v, want %v", got, tc.want)
+			if err != nil {
+				return
+			}
+			if got := compiled.matches(pod); got != tc.want {
+				t.Errorf("matches = %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -79,11 +83,11 @@ func TestSelectorMatchesAgreesWithApimachinery(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := selectorMatches(&s, podLabels)
+		compiled, err := compileSelector(&s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got != want.Matches(labels.Set(podLabels)) {
+		if got := compiled.matches(podLabels); got != want.Matches(labels.Set(podLabels)) {
 			t.Fatalf("selector %v on %v: got %v, apimachinery says %v", s, podLabels, got, !got)
 		}
 	}

@@ -2,7 +2,6 @@ package podpreset
 
 import (
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -33,8 +32,17 @@ func (p *preset) annotationKey() string {
 // listKey is one way of identifying an item of a merged list: two items
 // with the same key must be the same item, or the presets conflict.
 type listKey[T any] struct {
-	of       func(*T) string
+	same     func(a, b *T) bool
 	describe func(*T) string
+}
+
+// list describes one of the lists a preset merges into a pod.
+type list[T any] struct {
+	items func(*settingsv1alpha1.PodPresetSpec) []T
+	keys  []listKey[T]
+	// deepCopy gives the pod its own copy of an item: the preset's is
+	// cached and shared by every pod it is merged into.
+	deepCopy func(*T) T
 }
 
 // mergeList merges every preset's items (preset order, then item order)
@@ -44,17 +52,16 @@ type listKey[T any] struct {
 // already there, so two presets cannot both add, or disagree on, one item.
 // original is never modified: the result is a new slice once anything is
 // appended, and original itself when nothing is.
-func mergeList[T any](o owner, original []T, presets []*preset, items func(*settingsv1alpha1.PodPresetSpec) []T, keys ...listKey[T]) ([]T, []error) {
+func mergeList[T any](o owner, original []T, presets []*preset, l list[T]) ([]T, []error) {
 	merged := original
-	var origins []*preset // origins[i] is the preset merged[i] came from; nil for original items
 	var errs []error
-	for _, p := range presets {
-		for i := range items(&p.spec) {
-			item := &items(&p.spec)[i]
+	for pi, p := range presets {
+		items := l.items(&p.spec)
+		for i := range items {
+			item := &items[i]
 			duplicate, conflict := false, false
-			for _, key := range keys {
-				k := key.of(item)
-				j := slices.IndexFunc(merged, func(existing T) bool { return key.of(&existing) == k })
+			for _, key := range l.keys {
+				j := indexOf(merged, item, key)
 				if j < 0 {
 					continue
 				}
@@ -63,24 +70,50 @@ func mergeList[T any](o owner, original []T, presets []*preset, items func(*sett
 					continue
 				}
 				conflict = true
-				errs = append(errs, fmt.Errorf("%s: %s conflicts with the one %s", p, key.describe(item), originOf(o, origins, j)))
+				errs = append(errs, fmt.Errorf("%s: %s conflicts with the one %s", p, key.describe(item), originOf(o, &merged[j], len(original) > j, presets[:pi], l, key)))
 			}
 			if duplicate || conflict {
 				continue
 			}
-			if len(origins) < len(merged) {
-				origins = make([]*preset, len(merged))
+			if len(merged) == len(original) {
+				// The first item appended: make room for every item the
+				// presets could add, so the list is allocated once.
+				merged = make([]T, len(original), len(original)+countItems(presets, l))
+				copy(merged, original)
 			}
-			merged = append(slices.Clip(merged), *item)
-			origins = append(origins, p)
+			merged = append(merged, l.deepCopy(item))
 		}
 	}
 	return merged, errs
 }
 
-func originOf(o owner, origins []*preset, i int) string {
-	if i < len(origins) && origins[i] != nil {
-		return "from " + origins[i].String()
+func indexOf[T any](items []T, item *T, key listKey[T]) int {
+	for i := range items {
+		if key.same(&items[i], item) {
+			return i
+		}
+	}
+	return -1
+}
+
+func countItems[T any](presets []*preset, l list[T]) int {
+	n := 0
+	for _, p := range presets {
+		n += len(l.items(&p.spec))
+	}
+	return n
+}
+
+// originOf names where an item of a merged list came from: the pod, or the
+// first of the earlier presets that carries it. Only conflicts ask, so the
+// merge itself keeps no record.
+func originOf[T any](o owner, existing *T, fromOriginal bool, earlier []*preset, l list[T], key listKey[T]) string {
+	if !fromOriginal {
+		for _, p := range earlier {
+			if indexOf(l.items(&p.spec), existing, key) >= 0 {
+				return "from " + p.String()
+			}
+		}
 	}
 	return "in " + o.String()
 }
@@ -99,7 +132,7 @@ func (o owner) String() string {
 }
 
 var envKey = listKey[corev1.EnvVar]{
-	of:       func(e *corev1.EnvVar) string { return e.Name },
+	same:     func(a, b *corev1.EnvVar) bool { return a.Name == b.Name },
 	describe: func(e *corev1.EnvVar) string { return fmt.Sprintf("env %q", e.Name) },
 }
 
@@ -107,15 +140,8 @@ var envKey = listKey[corev1.EnvVar]{
 // that the same source is not added twice and two presets that disagree
 // on whether it is optional conflict.
 var envFromKey = listKey[corev1.EnvFromSource]{
-	of: func(e *corev1.EnvFromSource) string {
-		var configMap, secret string
-		if e.ConfigMapRef != nil {
-			configMap = e.ConfigMapRef.Name
-		}
-		if e.SecretRef != nil {
-			secret = e.SecretRef.Name
-		}
-		return e.Prefix + "\x00" + configMap + "\x00" + secret
+	same: func(a, b *corev1.EnvFromSource) bool {
+		return a.Prefix == b.Prefix && configMapName(a) == configMapName(b) && secretName(a) == secretName(b)
 	},
 	describe: func(e *corev1.EnvFromSource) string {
 		source := "envFrom"
@@ -132,27 +158,59 @@ var envFromKey = listKey[corev1.EnvFromSource]{
 	},
 }
 
+func configMapName(e *corev1.EnvFromSource) string {
+	if e.ConfigMapRef == nil {
+		return ""
+	}
+	return e.ConfigMapRef.Name
+}
+
+func secretName(e *corev1.EnvFromSource) string {
+	if e.SecretRef == nil {
+		return ""
+	}
+	return e.SecretRef.Name
+}
+
 var volumeKey = listKey[corev1.Volume]{
-	of:       func(v *corev1.Volume) string { return v.Name },
+	same:     func(a, b *corev1.Volume) bool { return a.Name == b.Name },
 	describe: func(v *corev1.Volume) string { return fmt.Sprintf("volume %q", v.Name) },
 }
 
 // A mount is identified both by the volume it mounts and by where.
 var (
 	mountNameKey = listKey[corev1.VolumeMount]{
-		of:       func(m *corev1.VolumeMount) string { return m.Name },
+		same:     func(a, b *corev1.VolumeMount) bool { return a.Name == b.Name },
 		describe: func(m *corev1.VolumeMount) string { return fmt.Sprintf("volumeMount %q", m.Name) },
 	}
 	mountPathKey = listKey[corev1.VolumeMount]{
-		of:       func(m *corev1.VolumeMount) string { return m.MountPath },
+		same:     func(a, b *corev1.VolumeMount) bool { return a.MountPath == b.MountPath },
 		describe: func(m *corev1.VolumeMount) string { return fmt.Sprintf("volumeMount at %q", m.MountPath) },
 	}
 )
 
-func presetEnv(s *settingsv1alpha1.PodPresetSpec) []corev1.EnvVar            { return s.Env }
-func presetEnvFrom(s *settingsv1alpha1.PodPresetSpec) []corev1.EnvFromSource { return s.EnvFrom }
-func presetVolumes(s *settingsv1alpha1.PodPresetSpec) []corev1.Volume        { return s.Volumes }
-func presetMounts(s *settingsv1alpha1.PodPresetSpec) []corev1.VolumeMount    { return s.VolumeMounts }
+var (
+	envList = list[corev1.EnvVar]{
+		items:    func(s *settingsv1alpha1.PodPresetSpec) []corev1.EnvVar { return s.Env },
+		keys:     []listKey[corev1.EnvVar]{envKey},
+		deepCopy: func(e *corev1.EnvVar) (out corev1.EnvVar) { e.DeepCopyInto(&out); return out },
+	}
+	envFromList = list[corev1.EnvFromSource]{
+		items:    func(s *settingsv1alpha1.PodPresetSpec) []corev1.EnvFromSource { return s.EnvFrom },
+		keys:     []listKey[corev1.EnvFromSource]{envFromKey},
+		deepCopy: func(e *corev1.EnvFromSource) (out corev1.EnvFromSource) { e.DeepCopyInto(&out); return out },
+	}
+	volumeList = list[corev1.Volume]{
+		items:    func(s *settingsv1alpha1.PodPresetSpec) []corev1.Volume { return s.Volumes },
+		keys:     []listKey[corev1.Volume]{volumeKey},
+		deepCopy: func(v *corev1.Volume) (out corev1.Volume) { v.DeepCopyInto(&out); return out },
+	}
+	mountList = list[corev1.VolumeMount]{
+		items:    func(s *settingsv1alpha1.PodPresetSpec) []corev1.VolumeMount { return s.VolumeMounts },
+		keys:     []listKey[corev1.VolumeMount]{mountNameKey, mountPathKey},
+		deepCopy: func(m *corev1.VolumeMount) (out corev1.VolumeMount) { m.DeepCopyInto(&out); return out },
+	}
+)
 
 // containerLists is what the presets give one container.
 type containerLists struct {
@@ -162,9 +220,9 @@ type containerLists struct {
 }
 
 func mergeContainer(o owner, c *corev1.Container, presets []*preset) (containerLists, []error) {
-	env, errs := mergeList(o, c.Env, presets, presetEnv, envKey)
-	envFrom, envFromErrs := mergeList(o, c.EnvFrom, presets, presetEnvFrom, envFromKey)
-	mounts, mountErrs := mergeList(o, c.VolumeMounts, presets, presetMounts, mountNameKey, mountPathKey)
+	env, errs := mergeList(o, c.Env, presets, envList)
+	envFrom, envFromErrs := mergeList(o, c.EnvFrom, presets, envFromList)
+	mounts, mountErrs := mergeList(o, c.VolumeMounts, presets, mountList)
 	return containerLists{env: env, envFrom: envFrom, mounts: mounts}, append(append(errs, envFromErrs...), mountErrs...)
 }
 
@@ -174,7 +232,7 @@ func mergeContainer(o owner, c *corev1.Container, presets []*preset) (containerL
 // the same env, envFrom and mounts; ephemeral containers never do, since
 // they are added later through their own subresource.
 func applyPresets(pod *corev1.Pod, presets []*preset) error {
-	volumes, errs := mergeList(owner{kind: "the pod"}, pod.Spec.Volumes, presets, presetVolumes, volumeKey)
+	volumes, errs := mergeList(owner{kind: "the pod"}, pod.Spec.Volumes, presets, volumeList)
 	initLists := make([]containerLists, len(pod.Spec.InitContainers))
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]

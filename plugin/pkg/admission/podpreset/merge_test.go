@@ -52,7 +52,7 @@ func TestMergeEnv(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, errs := mergeList(testContainer, tc.orig, onePreset(settingsv1alpha1.PodPresetSpec{Env: tc.mod}), presetEnv, envKey)
+			got, errs := mergeList(testContainer, tc.orig, onePreset(settingsv1alpha1.PodPresetSpec{Env: tc.mod}), envList)
 			checkMerge(t, got, tc.want, errs, tc.conflict)
 		})
 	}
@@ -97,7 +97,7 @@ func TestMergeEnvFrom(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, errs := mergeList(testContainer, tc.orig, onePreset(settingsv1alpha1.PodPresetSpec{EnvFrom: tc.mod}), presetEnvFrom, envFromKey)
+			got, errs := mergeList(testContainer, tc.orig, onePreset(settingsv1alpha1.PodPresetSpec{EnvFrom: tc.mod}), envFromList)
 			checkMerge(t, got, tc.want, errs, tc.conflict)
 		})
 	}
@@ -141,7 +141,7 @@ func TestMergeVolumeMounts(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, errs := mergeList(testContainer, tc.orig, onePreset(settingsv1alpha1.PodPresetSpec{VolumeMounts: tc.mod}), presetMounts, mountNameKey, mountPathKey)
+			got, errs := mergeList(testContainer, tc.orig, onePreset(settingsv1alpha1.PodPresetSpec{VolumeMounts: tc.mod}), mountList)
 			checkMerge(t, got, tc.want, errs, tc.conflict)
 		})
 	}
@@ -175,7 +175,7 @@ func TestMergeVolumes(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, errs := mergeList(owner{kind: "the pod"}, tc.orig, onePreset(settingsv1alpha1.PodPresetSpec{Volumes: tc.mod}), presetVolumes, volumeKey)
+			got, errs := mergeList(owner{kind: "the pod"}, tc.orig, onePreset(settingsv1alpha1.PodPresetSpec{Volumes: tc.mod}), volumeList)
 			checkMerge(t, got, tc.want, errs, tc.conflict)
 		})
 	}
@@ -190,19 +190,19 @@ func TestMergeAcrossPresets(t *testing.T) {
 	repeat := &preset{kind: clusterPodPresetKind, name: "b", spec: a.spec}
 	contradict := &preset{kind: podPresetKind, name: "c", spec: settingsv1alpha1.PodPresetSpec{Env: []corev1.EnvVar{{Name: "X", Value: "2"}}}}
 
-	env, errs := mergeList(testContainer, nil, []*preset{a, repeat}, presetEnv, envKey)
+	env, errs := mergeList(testContainer, nil, []*preset{a, repeat}, envList)
 	checkMerge(t, env, a.spec.Env, errs, "")
-	envFrom, errs := mergeList(testContainer, nil, []*preset{a, repeat}, presetEnvFrom, envFromKey)
+	envFrom, errs := mergeList(testContainer, nil, []*preset{a, repeat}, envFromList)
 	checkMerge(t, envFrom, a.spec.EnvFrom, errs, "")
 
-	_, errs = mergeList(testContainer, nil, []*preset{a, contradict}, presetEnv, envKey)
+	_, errs = mergeList(testContainer, nil, []*preset{a, contradict}, envList)
 	checkMerge[corev1.EnvVar](t, nil, nil, errs, `PodPreset "c": env "X" conflicts with the one from PodPreset "a"`)
 }
 
 func TestMergeDoesNotTouchTheOriginal(t *testing.T) {
 	orig := make([]corev1.EnvVar, 1, 4)
 	orig[0] = corev1.EnvVar{Name: "A", Value: "a"}
-	merged, errs := mergeList(testContainer, orig, onePreset(settingsv1alpha1.PodPresetSpec{Env: []corev1.EnvVar{{Name: "B"}}}), presetEnv, envKey)
+	merged, errs := mergeList(testContainer, orig, onePreset(settingsv1alpha1.PodPresetSpec{Env: []corev1.EnvVar{{Name: "B"}}}), envList)
 	if len(errs) != 0 || len(merged) != 2 {
 		t.Fatalf("merge = %v, %v", merged, errs)
 	}
@@ -244,7 +244,7 @@ func TestEnvFromMergeKey(t *testing.T) {
 		if orig.SecretRef != nil {
 			clone.SecretRef = &corev1.SecretEnvSource{LocalObjectReference: orig.SecretRef.LocalObjectReference}
 		}
-		if envFromKey.of(&orig) != envFromKey.of(&clone) {
+		if !envFromKey.same(&orig, &clone) {
 			t.Fatalf("a source and its key-only clone have different keys: %+v", orig)
 		}
 		if orig.ConfigMapRef != nil {
