@@ -5,14 +5,20 @@ package plugin
 import (
 	"k8s.io/apiserver/pkg/admission"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/podpreset"
 )
 
 // RegisterAllAdmissionPlugins registers every admitkit plugin under its
 // PluginName. A fork calls it on the same registry as the upstream plugins,
-// after removing any upstream plugin of the same name.
+// after removing any upstream plugin of the same name. A server that does
+// not link k8s.io/kubernetes also calls noderestriction.AddFeatureGates on
+// its feature gate, so that NodeRestriction's gates can be set by flag.
 func RegisterAllAdmissionPlugins(plugins *admission.Plugins) {
 	podpreset.Register(plugins)
+	noderestriction.Register(plugins)
+	locationmutator.Register(plugins)
 }
 
 // AllOrderedPlugins is Kubernetes 1.37's recommended admission order with

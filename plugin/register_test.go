@@ -11,7 +11,7 @@ func TestEveryPluginIsRegisteredAndOrdered(t *testing.T) {
 	plugins := admission.NewPlugins()
 	RegisterAllAdmissionPlugins(plugins)
 	registered := plugins.Registered()
-	if want := []string{"PodPreset"}; !slices.Equal(registered, want) {
+	if want := []string{"LocationMutator", "NodeRestriction", "PodPreset"}; !slices.Equal(registered, want) {
 		t.Errorf("registered %v, want %v", registered, want)
 	}
 	for _, name := range registered {
