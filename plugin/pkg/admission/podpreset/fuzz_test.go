@@ -1,0 +1,184 @@
+package podpreset
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
+)
+
+// generator turns fuzz input into pods and presets over small alphabets,
+// so that names, paths and sources collide often: collisions are where the
+// merge rules live.
+type generator struct {
+	data []byte
+	pos  int
+}
+
+func (g *generator) next(n int) int {
+	if g.pos >= len(g.data) || n <= 1 {
+		return 0
+	}
+	b := g.data[g.pos]
+	g.pos++
+	return int(b) % n
+}
+
+func (g *generator) name(prefix string) string { return fmt.Sprintf("%s%d", prefix, g.next(3)) }
+
+func (g *generator) env() []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for n := g.next(4); n > 0; n-- {
+		e := corev1.EnvVar{Name: g.name("E"), Value: g.name("v")}
+		if g.next(4) == 0 {
+			e.Value = ""
+			e.ValueFrom = &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func (g *generator) envFrom() []corev1.EnvFromSource {
+	var out []corev1.EnvFromSource
+	for n := g.next(3); n > 0; n-- {
+		e := configMapEnv(g.name("cm"), g.name("P")[:g.next(2)*2])
+		if g.next(3) == 0 {
+			e.ConfigMapRef.Optional = ptr.To(true)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func (g *generator) volumes() []corev1.Volume {
+	var out []corev1.Volume
+	for n := g.next(3); n > 0; n-- {
+		v := emptyDir(g.name("vol"))
+		if g.next(3) == 0 {
+			v.VolumeSource = corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s"}}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func (g *generator) mounts() []corev1.VolumeMount {
+	var out []corev1.VolumeMount
+	for n := g.next(3); n > 0; n-- {
+		out = append(out, corev1.VolumeMount{Name: g.name("vol"), MountPath: "/" + g.name("p"), ReadOnly: g.next(4) == 0})
+	}
+	return out
+}
+
+func (g *generator) pod() *corev1.Pod {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "fuzz", Namespace: testNamespace, Labels: map[string]string{"app": g.name("a")}}}
+	pod.Spec.Volumes = g.volumes()
+	for n := g.next(3); n > 0; n-- {
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: g.name("init"), Env: g.env(), EnvFrom: g.envFrom(), VolumeMounts: g.mounts()})
+	}
+	for n := 1 + g.next(3); n > 0; n-- {
+		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: g.name("c"), Env: g.env(), EnvFrom: g.envFrom(), VolumeMounts: g.mounts()})
+	}
+	// Secret volumes as kube-apiserver stores them.
+	for i := range pod.Spec.Volumes {
+		if s := pod.Spec.Volumes[i].Secret; s != nil {
+			s.DefaultMode = ptr.To[int32](0o644)
+		}
+	}
+	return pod
+}
+
+func (g *generator) presets() []runtime.Object {
+	var out []runtime.Object
+	for n := g.next(4); n > 0; n-- {
+		spec := settingsv1alpha1.PodPresetSpec{Env: g.env(), EnvFrom: g.envFrom(), Volumes: g.volumes(), VolumeMounts: g.mounts()}
+		selector := metav1.LabelSelector{}
+		if g.next(2) == 0 {
+			selector.MatchLabels = map[string]string{"app": g.name("a")}
+		}
+		if g.next(3) == 0 {
+			out = append(out, clusterPodPreset(g.name("cluster"), everything, selector, spec))
+		} else {
+			out = append(out, podPreset(g.name("preset"), selector, spec))
+		}
+	}
+	return out
+}
+
+// FuzzAdmit checks the plugin's promises on random pods and presets: it
+// never fails a valid pod, it keeps every original item in its place, it
+// applies all of the matching presets or none, and a second admission
+// changes nothing.
+func FuzzAdmit(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20})
+	f.Add([]byte("the same names again and again and again"))
+	f.Add([]byte{3, 2, 2, 1, 0, 0, 2, 1, 1, 2, 0, 1, 2, 2, 0, 1, 1, 1, 0, 0, 2, 2, 1, 0, 2, 1, 1, 0, 2, 2, 2, 1, 0, 1, 0, 0, 1, 2})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g := &generator{data: data}
+		presets := g.presets()
+		original := g.pod()
+		p, _ := newTestPlugin(t, presets...)
+
+		pod := original.DeepCopy()
+		if err := p.Admit(context.Background(), createAttributes(pod), nil); err != nil {
+			t.Fatalf("Admit: %v", err)
+		}
+		keepsOriginal(t, original, pod)
+		if len(pod.Annotations) > 0 && !cmp.Equal(pod.Annotations, appliedAnnotations(t, p, original)) {
+			t.Fatalf("only some matching presets were recorded: %v", pod.Annotations)
+		}
+
+		again := pod.DeepCopy()
+		if err := p.Admit(context.Background(), createAttributes(again), nil); err != nil {
+			t.Fatalf("second Admit: %v", err)
+		}
+		if diff := cmp.Diff(pod, again); diff != "" {
+			t.Fatalf("admitting twice differs from admitting once (-once +twice):\n%s", diff)
+		}
+	})
+}
+
+// appliedAnnotations is what a pod records when every preset that selects
+// it applies.
+func appliedAnnotations(t *testing.T, p *Plugin, pod *corev1.Pod) map[string]string {
+	presets, err := p.matchingPresets(context.Background(), testNamespace, pod.Labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, preset := range presets {
+		want[preset.annotationKey()] = preset.resourceVersion
+	}
+	return want
+}
+
+func keepsOriginal(t *testing.T, original, pod *corev1.Pod) {
+	t.Helper()
+	isPrefix(t, "volumes", original.Spec.Volumes, pod.Spec.Volumes)
+	containers := func(p *corev1.Pod) []corev1.Container {
+		return append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...)
+	}
+	before, after := containers(original), containers(pod)
+	for i := range before {
+		isPrefix(t, before[i].Name+" env", before[i].Env, after[i].Env)
+		isPrefix(t, before[i].Name+" envFrom", before[i].EnvFrom, after[i].EnvFrom)
+		isPrefix(t, before[i].Name+" volumeMounts", before[i].VolumeMounts, after[i].VolumeMounts)
+	}
+}
+
+func isPrefix[T any](t *testing.T, what string, before, after []T) {
+	t.Helper()
+	if len(after) < len(before) || !cmp.Equal(before, after[:len(before)], cmpopts.EquateEmpty()) {
+		t.Fatalf("%s: the original items are not kept in order:\nbefore %v\nafter  %v", what, before, after)
+	}
+}
