@@ -114,3 +114,11 @@ func configureAdmission(a *genericoptions.AdmissionOptions) {
 	a.RecommendedPluginOrder = order
 	a.DefaultOffPlugins = kubeoptions.DefaultOffAdmissionPlugins().Insert(admitkitPluginNames...)
 }
+
+// AdmitkitPlugins returns the admitkit plugin names this build registers:
+// the ones plugin.RegisterAllAdmissionPlugins provides today.
+func AdmitkitPlugins() []string {
+	plugins := admission.NewPlugins()
+	plugin.RegisterAllAdmissionPlugins(plugins)
+	return plugins.Registered()
+}

@@ -1,0 +1,253 @@
+// Package framework starts the custom kube-apiserver in-process for
+// integration tests: embedded etcd in a temporary directory, random free
+// ports, a token file with an admin and node identities.
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/admitkit/admitkit/test/apiserver"
+)
+
+// AdminToken and UserToken are the bearer tokens of the token file's admin
+// (system:masters) and of an unprivileged user "alice".
+const (
+	AdminToken = "admin-token"
+	UserToken  = "alice-token"
+)
+
+// NodeToken is the bearer token of system:node:<name>.
+func NodeToken(name string) string { return "node-" + name + "-token" }
+
+// Config says what server to start.
+type Config struct {
+	// Nodes get identities system:node:<name> in group system:nodes.
+	Nodes []string
+	// AdmissionConfig, when set, is written to a file and passed as
+	// --admission-control-config-file.
+	AdmissionConfig string
+	// Files are written into the data directory before start, by name
+	// relative to it (for mutator files an admission config names).
+	Files map[string]string
+	// Args are more kube-apiserver flags, such as
+	// --enable-admission-plugins=PodPreset.
+	Args []string
+}
+
+// Server is a running custom kube-apiserver.
+type Server struct {
+	DataDir string
+	Host    string
+	CAFile  string
+
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// Start starts a server and waits until /readyz passes. A start-up failure
+// (a bad flag or admission configuration) is returned as the error.
+func Start(cfg Config) (*Server, error) {
+	dir, err := os.MkdirTemp("", "admitkit-apiserver-")
+	if err != nil {
+		return nil, err
+	}
+	srv, err := StartIn(dir, cfg)
+	if err != nil {
+		os.RemoveAll(dir)
+	}
+	return srv, err
+}
+
+// StartIn is Start on a given data directory, which it keeps.
+func StartIn(dir string, cfg Config) (*Server, error) {
+	tokens := []string{
+		AdminToken + ",admin,admin,system:masters",
+		UserToken + ",alice,alice",
+	}
+	for _, node := range cfg.Nodes {
+		tokens = append(tokens, fmt.Sprintf("%s,system:node:%s,node-%s,system:nodes", NodeToken(node), node, node))
+	}
+	files := map[string]string{"tokens.csv": strings.Join(tokens, "\n") + "\n"}
+	for name, content := range cfg.Files {
+		files[name] = content
+	}
+	if cfg.AdmissionConfig != "" {
+		files["admission-config.yaml"] = cfg.AdmissionConfig
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			return nil, err
+		}
+	}
+
+	ports, err := apiserver.FreePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--data-dir=" + dir,
+		"--embedded-etcd-unsafe-no-fsync",
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(ports[0]),
+		"--token-auth-file=" + filepath.Join(dir, "tokens.csv"),
+		"--authorization-mode=Node,RBAC",
+		"--service-cluster-ip-range=10.0.0.0/24",
+		// The lease reconciler refuses a loopback advertise address.
+		"--endpoint-reconciler-type=none",
+	}
+	if cfg.AdmissionConfig != "" {
+		args = append(args, "--admission-control-config-file="+filepath.Join(dir, "admission-config.yaml"))
+	}
+	args = append(args, cfg.Args...)
+
+	o := apiserver.NewOptions()
+	fs := pflag.NewFlagSet("admitkit-apiserver", pflag.ContinueOnError)
+	for _, f := range o.Flags().FlagSets {
+		fs.AddFlagSet(f)
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		DataDir: dir,
+		Host:    "https://127.0.0.1:" + strconv.Itoa(ports[0]),
+		CAFile:  filepath.Join(dir, "certs", "apiserver.crt"),
+		cancel:  cancel,
+		done:    make(chan error, 1),
+	}
+	go func() { s.done <- o.Run(ctx) }()
+	if err := s.waitReady(2 * time.Minute); err != nil {
+		cancel()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-s.done:
+			if err == nil {
+				err = errors.New("server stopped before it was ready")
+			}
+			s.done <- err
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+		if _, err := os.Stat(s.CAFile); err != nil {
+			last = err
+			continue
+		}
+		client, err := kubernetes.NewForConfig(s.AdminConfig())
+		if err != nil {
+			return err
+		}
+		var status int
+		result := client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(context.Background()).StatusCode(&status)
+		if result.Error() == nil && status == http.StatusOK {
+			return nil
+		}
+		last = result.Error()
+	}
+	return fmt.Errorf("server at %s not ready after %s: %v", s.Host, timeout, last)
+}
+
+// Stop shuts the server down and waits for it; the data directory stays.
+func (s *Server) Stop() error {
+	s.cancel()
+	select {
+	case err := <-s.done:
+		s.done <- err
+		return err
+	case <-time.After(time.Minute):
+		return fmt.Errorf("server at %s did not stop within a minute", s.Host)
+	}
+}
+
+// Config returns a client config authenticating with token.
+func (s *Server) Config(token string) *rest.Config {
+	return &rest.Config{
+		Host:            s.Host,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: s.CAFile},
+		QPS:             -1, // no client-side rate limit: tests measure the server
+	}
+}
+
+// AdminConfig is the system:masters client config.
+func (s *Server) AdminConfig() *rest.Config { return s.Config(AdminToken) }
+
+// NodeConfig is the client config of system:node:<name>.
+func (s *Server) NodeConfig(name string) *rest.Config { return s.Config(NodeToken(name)) }
+
+// Kubeconfig writes a kubeconfig for token into the data directory and
+// returns its path.
+func (s *Server) Kubeconfig(name, token string) (string, error) {
+	path := filepath.Join(s.DataDir, name+".kubeconfig")
+	return path, os.WriteFile(path, []byte(KubeconfigFor(s.Host, s.CAFile, name, token)), 0o600)
+}
+
+// KubeconfigFor is a kubeconfig with one cluster, user and context.
+func KubeconfigFor(host, caFile, user, token string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: admitkit
+  cluster:
+    server: %s
+    certificate-authority: %s
+users:
+- name: %s
+  user:
+    token: %s
+contexts:
+- name: %s
+  context:
+    cluster: admitkit
+    user: %s
+current-context: %s
+`, host, caFile, user, token, user, user, user)
+}
+
+// EtcdURL is the client URL of the embedded etcd.
+func (s *Server) EtcdURL() (string, error) {
+	data, err := os.ReadFile(filepath.Join(s.DataDir, "etcd", "ports.json"))
+	if err != nil {
+		return "", err
+	}
+	var ports struct {
+		Client int `json:"client"`
+	}
+	if err := json.Unmarshal(data, &ports); err != nil {
+		return "", err
+	}
+	return "http://127.0.0.1:" + strconv.Itoa(ports.Client), nil
+}
+
+// Cleanup stops the server and removes its data directory.
+func (s *Server) Cleanup() error {
+	err := s.Stop()
+	if rmErr := os.RemoveAll(s.DataDir); err == nil {
+		err = rmErr
+	}
+	return err
+}
