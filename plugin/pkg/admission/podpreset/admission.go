@@ -346,7 +346,7 @@ func versionedPod(obj runtime.Object, o admission.ObjectInterfaces) (*corev1.Pod
 // a log line for the cluster's operators.
 func (p *Plugin) reportConflict(ctx context.Context, a admission.Attributes, podMeta metav1.Object, presets []*preset, err error) {
 	ref := podRef(a.GetNamespace(), podMeta)
-	message := fmt.Sprintf("pod presets not applied to pod %s because they conflict: %v", ref.Name, err)
+	message := fmt.Sprintf("pod presets not applied to pod %s because they conflict (none of %s was applied): %v", ref.Name, strings.Join(presetNames(presets), ", "), err)
 	warning.AddWarning(ctx, "", message)
 	klog.FromContext(ctx).V(2).Info("Pod presets not applied because they conflict", "pod", ref, "presets", presetNames(presets), "err", err)
 	if a.IsDryRun() || p.recorder == nil {

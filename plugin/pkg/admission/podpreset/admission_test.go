@@ -74,7 +74,7 @@ func TestAdmitConflictShouldNotModifyPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertUnchanged(t, testPod(), pod)
-	want := `pod presets not applied to pod mypod because they conflict: [PodPreset "hello": env "abc" conflicts with the one in init container "init"`
+	want := `pod presets not applied to pod mypod because they conflict (none of PodPreset "hello" was applied): [PodPreset "hello": env "abc" conflicts with the one in init container "init"`
 	if len(*warnings) == 0 || !strings.HasPrefix((*warnings)[0], want) {
 		t.Errorf("warnings = %q, want one starting %q", *warnings, want)
 	}
