@@ -93,6 +93,19 @@ func TestAssign(t *testing.T) {
 		{"type mismatch is an error", "spec.containers[name: *].image", "x", `spec: {containers: {a: b}}`, "", "expects a list"},
 		{"non-object element is an error", "spec.containers[name: *].image", "x", `spec: {containers: [a]}`, "", "list elements that are objects"},
 		{"non-object parent is an error", "spec.x.y", "1", `spec: {x: 3}`, "", "expects an object"},
+		// Only a glob insists on objects; a key selects among the maps and
+		// passes over anything else, as Gatekeeper does.
+		{"keyed selector skips non-object elements", "spec.containers[name: a].image", "x", `spec: {containers: [3, {name: a}, s]}`,
+			`spec: {containers: [3, {name: a, image: x}, s]}`, ""},
+		{"keyed selector appends past non-object elements", "spec.containers[name: b].image", "x", `spec: {containers: [3]}`,
+			`spec: {containers: [3, {name: b, image: x}]}`, ""},
+		{"every keyed match is visited", "spec.containers[name: a].image", "x", `spec: {containers: [{name: a}, {name: b}, {name: a, image: y}]}`,
+			`spec: {containers: [{name: a, image: x}, {name: b}, {name: a, image: x}]}`, ""},
+		{"a whole element replaces only the first match", "spec.containers[name: a]", "{name: a, image: new}", `spec: {containers: [{name: a, image: x}, {name: a, image: y}]}`,
+			`spec: {containers: [{name: a, image: new}, {name: a, image: y}]}`, ""},
+		{"a whole element into a list of non-objects is an error", "spec.containers[name: a]", "{name: a}", `spec: {containers: [3]}`, "", "list elements that are objects"},
+		{"explicit null element list is missing", "spec.containers[name: a].image", "x", `spec: {containers: null}`,
+			`spec: {containers: [{name: a, image: x}]}`, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -286,4 +299,31 @@ spec:
 			}
 		})
 	}
+}
+
+// Hand-built unstructured objects can hold typed nil maps and lists; they
+// print as null, so they are missing values, and nothing may panic on them.
+func TestMutateNilContainers(t *testing.T) {
+	m := assign(t, "a", "spec.x.z", "1")
+	if _, err := m.Mutate(nil, Metadata{}); err == nil {
+		t.Fatal("a nil object has nowhere to write and must be an error")
+	}
+	o := map[string]any{"spec": map[string]any{"x": map[string]any(nil)}}
+	if _, err := runOnce(t, m, o); err != nil {
+		t.Fatal(err)
+	}
+	equalYAML(t, o, `spec: {x: {z: 1}}`)
+	set := mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1
+kind: ModifySet
+metadata: {name: args}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: spec.args
+  parameters: {values: {fromList: [a]}}
+`)
+	o = map[string]any{"spec": map[string]any{"args": []any(nil)}}
+	if _, err := runOnce(t, set, o); err != nil {
+		t.Fatal(err)
+	}
+	equalYAML(t, o, `spec: {args: [a]}`)
 }

@@ -107,6 +107,20 @@ func jsonEqual(a, b any) bool {
 	return both && eq
 }
 
+// isNull reports a JSON null: nil, or a nil map or list, which hand-built
+// unstructured objects hold and which print as null too.
+func isNull(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return v == nil
+	case []any:
+		return v == nil
+	}
+	return false
+}
+
 // deepCopyJSON copies a JSON value. Unknown leaf types are shared rather
 // than copied: they are immutable scalars in every object we are given,
 // and copying must never panic.

@@ -19,6 +19,9 @@ func (m *Mutator) Mutate(obj map[string]any, md Metadata) (bool, error) {
 	if len(m.nodes) == 0 {
 		return false, nil
 	}
+	if obj == nil {
+		return false, fmt.Errorf("%s: the object is null, there is nothing to mutate", m.id)
+	}
 	_, changed, err := m.walk(obj, 0, md)
 	return changed, err
 }
@@ -82,7 +85,7 @@ func (m *Mutator) walk(cur any, i int, md Metadata) (_ any, changed bool, _ erro
 			return cur, false, m.mismatch(i, "an object", cur)
 		}
 		child, present := obj[n.Reference]
-		exists := present && child != nil // explicit null counts as missing
+		exists := present && !isNull(child) // explicit null counts as missing (#3463)
 		if !m.allowed(i, exists) {
 			return cur, false, nil
 		}
@@ -114,66 +117,25 @@ func (m *Mutator) walk(cur any, i int, md Metadata) (_ any, changed bool, _ erro
 
 func (m *Mutator) walkList(list []any, n path.List, i int, last bool, md Metadata) (any, bool, error) {
 	if n.Glob {
-		// Every element exists, so MustNotExist can never hold; and a glob
-		// never creates elements.
-		if !m.allowed(i, true) || last {
-			return list, false, nil
-		}
-		changed := false
-		for _, e := range list {
-			em, ok := e.(map[string]any)
-			if !ok {
-				return list, changed, m.mismatch(i+1, "list elements that are objects", e)
-			}
-			_, c, err := m.walk(em, i+1, md)
-			changed = changed || c
-			if err != nil {
-				return list, changed, err
-			}
-		}
-		return list, changed, nil
+		return m.walkGlob(list, i, last, md)
 	}
-
-	first := -1
-	for j, e := range list {
-		em, ok := e.(map[string]any)
-		if !ok {
-			return list, false, m.mismatch(i+1, "list elements that are objects", e)
-		}
-		if k, ok := em[n.KeyField]; ok && jsonEqual(k, n.KeyValue) {
-			first = j
-			break
-		}
+	first, err := m.firstMatch(list, n, i, last)
+	if err != nil {
+		return list, false, err
 	}
-	exists := first >= 0
-	if !m.allowed(i, exists) {
+	if !m.allowed(i, first >= 0) {
 		return list, false, nil
 	}
-	if last {
-		// Only Assign with a literal object value gets here (validated).
-		if exists {
-			if jsonEqual(list[first], m.value) {
-				return list, false, nil
-			}
-			list[first] = deepCopyJSON(m.value)
-			return list, true, nil
-		}
-		return append(list, deepCopyJSON(m.value)), true, nil
-	}
-	if !exists {
-		elem := map[string]any{n.KeyField: n.KeyValue}
-		if _, changed, err := m.walk(elem, i+1, md); !changed || err != nil {
-			return list, false, err
-		}
-		return append(list, elem), true, nil
+	switch {
+	case last:
+		return m.setElement(list, first)
+	case first < 0:
+		return m.appendElement(list, n, i, md)
 	}
 	changed := false
 	for _, e := range list[first:] {
-		em, ok := e.(map[string]any)
+		em, ok := keyedElement(e, n)
 		if !ok {
-			return list, changed, m.mismatch(i+1, "list elements that are objects", e)
-		}
-		if k, ok := em[n.KeyField]; !ok || !jsonEqual(k, n.KeyValue) {
 			continue
 		}
 		_, c, err := m.walk(em, i+1, md)
@@ -183,6 +145,79 @@ func (m *Mutator) walkList(list []any, n path.List, i int, last bool, md Metadat
 		}
 	}
 	return list, changed, nil
+}
+
+// walkGlob visits every element. Every element exists, so MustNotExist can
+// never hold; and a glob never creates elements.
+func (m *Mutator) walkGlob(list []any, i int, last bool, md Metadata) (any, bool, error) {
+	if !m.allowed(i, true) || last {
+		return list, false, nil
+	}
+	changed := false
+	for _, e := range list {
+		em, ok := e.(map[string]any)
+		if !ok {
+			return list, changed, m.mismatch(i+1, "list elements that are objects", e)
+		}
+		_, c, err := m.walk(em, i+1, md)
+		changed = changed || c
+		if err != nil {
+			return list, changed, err
+		}
+	}
+	return list, changed, nil
+}
+
+// keyedElement returns e as an object if its key field holds the
+// selector's value. Gatekeeper passes over elements that are not objects
+// when it looks for a key, so this does too.
+func keyedElement(e any, n path.List) (map[string]any, bool) {
+	em, ok := e.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	k, ok := em[n.KeyField]
+	return em, ok && jsonEqual(k, n.KeyValue)
+}
+
+// firstMatch returns the index of the first element n selects, or -1. When
+// the element itself is to be replaced (last), the list must hold only
+// objects up to the match: replacing one object among other values would
+// not be a keyed list at all.
+func (m *Mutator) firstMatch(list []any, n path.List, i int, last bool) (int, error) {
+	for j, e := range list {
+		if _, ok := e.(map[string]any); !ok && last {
+			return -1, m.mismatch(i+1, "list elements that are objects", e)
+		}
+		if _, ok := keyedElement(e, n); ok {
+			return j, nil
+		}
+	}
+	return -1, nil
+}
+
+// setElement replaces the element at first with the assigned object, or
+// appends it when first is -1. Only Assign with a literal object value
+// gets here (validated).
+func (m *Mutator) setElement(list []any, first int) (any, bool, error) {
+	if first < 0 {
+		return append(list, deepCopyJSON(m.value)), true, nil
+	}
+	if jsonEqual(list[first], m.value) {
+		return list, false, nil
+	}
+	list[first] = deepCopyJSON(m.value)
+	return list, true, nil
+}
+
+// appendElement creates the element the selector names, `{key: value}`,
+// and keeps it only if the rest of the path wrote something into it.
+func (m *Mutator) appendElement(list []any, n path.List, i int, md Metadata) (any, bool, error) {
+	elem := map[string]any{n.KeyField: n.KeyValue}
+	if _, changed, err := m.walk(elem, i+1, md); !changed || err != nil {
+		return list, false, err
+	}
+	return append(list, elem), true, nil
 }
 
 // set computes the value for the last node.
