@@ -24,6 +24,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
@@ -44,41 +45,101 @@ func (p *Plugin) validateNode(nodeName string, a admission.Attributes, o admissi
 	}
 	switch a.GetOperation() {
 	case admission.Create:
-		node, err := versioned[corev1.Node](a.GetObject(), a, nodeGVK, o)
-		if err != nil {
-			return admission.NewForbidden(a, err)
+		obj := a.GetObject()
+		var hasConfigSource bool
+		if node, ok := obj.(*corev1.Node); ok && node != nil {
+			hasConfigSource = node.Spec.ConfigSource != nil
+		} else {
+			n, shape, err := nodeShapes.read(obj, o)
+			if err != nil {
+				return admission.NewForbidden(a, err)
+			}
+			hasConfigSource = shape.configSource.ptr(n) != nil
 		}
-		if node.Spec.ConfigSource != nil {
+		if hasConfigSource {
 			// "pods" is upstream's wording.
 			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to create pods with a non-nil configSource", nodeName))
 		}
-		if forbidden := p.forbiddenLabels(modifiedLabels(node.Labels, nil)); len(forbidden) > 0 {
+		nodeMeta, err := meta.Accessor(obj)
+		if err != nil {
+			return admission.NewForbidden(a, unexpectedType(obj, err))
+		}
+		if forbidden := p.forbiddenLabels(modifiedLabels(nodeMeta.GetLabels(), nil)); len(forbidden) > 0 {
 			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to set the following labels: %s", nodeName, strings.Join(forbidden, ", ")))
 		}
 	case admission.Update:
-		node, err := versioned[corev1.Node](a.GetObject(), a, nodeGVK, o)
+		obj, oldObj := a.GetObject(), a.GetOldObject()
+		node, newVersioned := obj.(*corev1.Node)
+		oldNode, oldVersioned := oldObj.(*corev1.Node)
+		switch {
+		case newVersioned && oldVersioned && node != nil && oldNode != nil:
+			if err := p.versionedNodeSpecUnchanged(nodeName, a, node, oldNode); err != nil {
+				return err
+			}
+		case newVersioned || oldVersioned:
+			// One of each kind: rare enough to convert whichever is internal.
+			node, err := versioned[corev1.Node](obj, a, nodeGVK, o)
+			if err != nil {
+				return admission.NewForbidden(a, err)
+			}
+			oldNode, err := versioned[corev1.Node](oldObj, a, nodeGVK, o)
+			if err != nil {
+				return admission.NewForbidden(a, err)
+			}
+			if err := p.versionedNodeSpecUnchanged(nodeName, a, node, oldNode); err != nil {
+				return err
+			}
+		default:
+			n, shape, err := nodeShapes.read(obj, o)
+			if err != nil {
+				return admission.NewForbidden(a, err)
+			}
+			old, oldShape, err := nodeShapes.read(oldObj, o)
+			if err != nil {
+				return admission.NewForbidden(a, err)
+			}
+			if oldShape != shape {
+				return admission.NewForbidden(a, unexpectedType(oldObj, fmt.Errorf("not of the type of the new object, %T", obj)))
+			}
+			// Semantic equality, as upstream, on the internal values;
+			// a configSource is rare, so its reflection rarely runs.
+			if shape.configSource.ptr(n) != nil && !semanticPtrEqual(shape.configSource, n, old) {
+				return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to update configSource to a new non-nil configSource", nodeName))
+			}
+			if !p.internalTaintsUnchanged(shape, n, old) {
+				return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify taints", nodeName))
+			}
+		}
+		// Both kinds of node embed metav1.ObjectMeta.
+		newMeta, err := meta.Accessor(obj)
 		if err != nil {
-			return admission.NewForbidden(a, err)
+			return admission.NewForbidden(a, unexpectedType(obj, err))
 		}
-		oldNode, err := versioned[corev1.Node](a.GetOldObject(), a, nodeGVK, o)
+		oldMeta, err := meta.Accessor(oldObj)
 		if err != nil {
-			return admission.NewForbidden(a, err)
+			return admission.NewForbidden(a, unexpectedType(oldObj, err))
 		}
-		// Dropping configSource is fine: older kubelets clear fields they
-		// do not know on status updates.
-		if node.Spec.ConfigSource != nil && !apiequality.Semantic.DeepEqual(node.Spec.ConfigSource, oldNode.Spec.ConfigSource) {
-			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to update configSource to a new non-nil configSource", nodeName))
-		}
-		if !p.taintsUnchanged(node.Spec.Taints, oldNode.Spec.Taints) {
-			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify taints", nodeName))
-		}
-		if !slices.EqualFunc(node.OwnerReferences, oldNode.OwnerReferences, ownerReferenceEqual) {
+		if !slices.EqualFunc(newMeta.GetOwnerReferences(), oldMeta.GetOwnerReferences(), ownerReferenceEqual) {
 			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify ownerReferences", nodeName))
 		}
-		if forbidden := p.forbiddenLabels(modifiedLabels(node.Labels, oldNode.Labels)); len(forbidden) > 0 {
+		if forbidden := p.forbiddenLabels(modifiedLabels(newMeta.GetLabels(), oldMeta.GetLabels())); len(forbidden) > 0 {
 			// Upstream's message has no node name here.
 			return admission.NewForbidden(a, fmt.Errorf("is not allowed to modify labels: %s", strings.Join(forbidden, ", ")))
 		}
+	}
+	return nil
+}
+
+// versionedNodeSpecUnchanged checks the spec fields a node may not change
+// on two k8s.io/api nodes.
+func (p *Plugin) versionedNodeSpecUnchanged(nodeName string, a admission.Attributes, node, oldNode *corev1.Node) error {
+	// Dropping configSource is fine: older kubelets clear fields they
+	// do not know on status updates.
+	if node.Spec.ConfigSource != nil && !apiequality.Semantic.DeepEqual(node.Spec.ConfigSource, oldNode.Spec.ConfigSource) {
+		return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to update configSource to a new non-nil configSource", nodeName))
+	}
+	if !p.taintsUnchanged(node.Spec.Taints, oldNode.Spec.Taints) {
+		return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify taints", nodeName))
 	}
 	return nil
 }
