@@ -88,85 +88,87 @@ func (t *Target) isNamespace() bool { return t.GVK.Group == "" && t.GVK.Kind == 
 
 // Matcher is a compiled Match.
 type Matcher struct {
-	spec              Match
-	never             bool
-	labelSelector     labels.Selector
-	namespaceSelector labels.Selector
+	spec               Match
+	generated          bool
+	namespaces         []wildcard
+	excludedNamespaces []wildcard
+	name               *wildcard
+	labelSelector      labels.Selector
+	namespaceSelector  labels.Selector
 }
 
 var wildcardRE = regexp.MustCompile(`^\*?[-:a-z0-9]*\*?$`)
 
-// Compile validates m and prepares its selectors. The errors name fields
-// below fldPath.
+// Compile validates m and prepares its wildcards and selectors. The errors
+// name fields below fldPath.
 func Compile(m Match, fldPath *field.Path) (*Matcher, field.ErrorList) {
 	var errs field.ErrorList
 	out := &Matcher{spec: m}
 	switch m.Source {
 	case "", SourceAll, SourceOriginal:
 	case SourceGenerated:
-		out.never = true
+		out.generated = true
 	default:
 		errs = append(errs, field.NotSupported(fldPath.Child("source"), m.Source, []string{SourceAll, SourceOriginal, SourceGenerated}))
 	}
-	for i, w := range m.Namespaces {
-		if !wildcardRE.MatchString(w) {
-			errs = append(errs, field.Invalid(fldPath.Child("namespaces").Index(i), w, "must match "+wildcardRE.String()))
+	out.namespaces, errs = compileWildcards(m.Namespaces, fldPath.Child("namespaces"), errs)
+	out.excludedNamespaces, errs = compileWildcards(m.ExcludedNamespaces, fldPath.Child("excludedNamespaces"), errs)
+	if m.Name != "" {
+		if wildcardRE.MatchString(m.Name) {
+			w := parseWildcard(m.Name)
+			out.name = &w
+		} else {
+			errs = append(errs, invalidWildcard(fldPath.Child("name"), m.Name))
 		}
 	}
-	for i, w := range m.ExcludedNamespaces {
-		if !wildcardRE.MatchString(w) {
-			errs = append(errs, field.Invalid(fldPath.Child("excludedNamespaces").Index(i), w, "must match "+wildcardRE.String()))
-		}
-	}
-	if m.Name != "" && !wildcardRE.MatchString(m.Name) {
-		errs = append(errs, field.Invalid(fldPath.Child("name"), m.Name, "must match "+wildcardRE.String()))
-	}
-	if m.LabelSelector != nil {
-		s, err := metav1.LabelSelectorAsSelector(m.LabelSelector)
-		if err != nil {
-			errs = append(errs, field.Invalid(fldPath.Child("labelSelector"), m.LabelSelector.String(), err.Error()))
-		}
-		out.labelSelector = s
-	}
-	if m.NamespaceSelector != nil {
-		s, err := metav1.LabelSelectorAsSelector(m.NamespaceSelector)
-		if err != nil {
-			errs = append(errs, field.Invalid(fldPath.Child("namespaceSelector"), m.NamespaceSelector.String(), err.Error()))
-		}
-		out.namespaceSelector = s
-	}
+	out.labelSelector, errs = compileSelector(m.LabelSelector, fldPath.Child("labelSelector"), errs)
+	out.namespaceSelector, errs = compileSelector(m.NamespaceSelector, fldPath.Child("namespaceSelector"), errs)
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	return out, nil
 }
 
+func compileWildcards(patterns []string, fldPath *field.Path, errs field.ErrorList) ([]wildcard, field.ErrorList) {
+	var out []wildcard
+	for i, p := range patterns {
+		if !wildcardRE.MatchString(p) {
+			errs = append(errs, invalidWildcard(fldPath.Index(i), p))
+			continue
+		}
+		out = append(out, parseWildcard(p))
+	}
+	return out, errs
+}
+
+func invalidWildcard(fldPath *field.Path, pattern string) *field.Error {
+	return field.Invalid(fldPath, pattern, "must match "+wildcardRE.String())
+}
+
+func compileSelector(sel *metav1.LabelSelector, fldPath *field.Path, errs field.ErrorList) (labels.Selector, field.ErrorList) {
+	if sel == nil {
+		return nil, errs
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return nil, append(errs, field.Invalid(fldPath, sel.String(), err.Error()))
+	}
+	return s, errs
+}
+
 // NeedsNamespaceLabels reports whether Matches may call
 // Target.NamespaceLabels.
 func (m *Matcher) NeedsNamespaceLabels() bool { return m.namespaceSelector != nil }
 
-// Kinds returns the kinds criterion, so that callers can index on it.
-func (m *Matcher) Kinds() []Kinds { return m.spec.Kinds }
-
 // Matches reports whether t satisfies every criterion. The criteria are
-// tested in Gatekeeper's order and the first failure stops the test, so the
-// namespace lookup happens only for objects that pass everything before it.
+// tested in Gatekeeper's order (kinds, scope, namespaces,
+// excludedNamespaces, labelSelector, namespaceSelector, name, source) and
+// the first failure stops the test, so the namespace lookup happens only
+// for objects that pass everything before it, and errors exactly when
+// Gatekeeper's would.
 func (m *Matcher) Matches(t *Target) (bool, error) {
-	if m.never {
+	if !m.kindsMatch(t) || !m.scopeMatch(t) || !m.namespacesMatch(t) {
 		return false, nil
-	}
-	if !m.kindsMatch(t) || !m.scopeMatch(t) {
-		return false, nil
-	}
-	if len(m.spec.Namespaces) > 0 || len(m.spec.ExcludedNamespaces) > 0 {
-		if ns, ok := namespaceOf(t); ok {
-			if len(m.spec.Namespaces) > 0 && !anyWildcard(m.spec.Namespaces, ns) {
-				return false, nil
-			}
-			if anyWildcard(m.spec.ExcludedNamespaces, ns) {
-				return false, nil
-			}
-		}
 	}
 	if m.labelSelector != nil && !m.labelSelector.Matches(labelsOrEmpty(t.Labels)) {
 		return false, nil
@@ -177,10 +179,27 @@ func (m *Matcher) Matches(t *Target) (bool, error) {
 			return false, err
 		}
 	}
-	if m.spec.Name != "" && !wildcardMatches(m.spec.Name, t.Name) && !wildcardMatchesGenerateName(m.spec.Name, t.GenerateName) {
+	if m.name != nil && !m.name.matches(t.Name) && !m.name.matchesGenerateName(t.GenerateName) {
 		return false, nil
 	}
-	return true, nil
+	// Every object here is an original one; Generated objects come from
+	// Gatekeeper's expansion, which does not exist in-process.
+	return !m.generated, nil
+}
+
+// namespacesMatch applies namespaces and excludedNamespaces.
+func (m *Matcher) namespacesMatch(t *Target) bool {
+	if len(m.namespaces) == 0 && len(m.excludedNamespaces) == 0 {
+		return true
+	}
+	ns, ok := namespaceOf(t)
+	if !ok {
+		return true
+	}
+	if len(m.namespaces) > 0 && !anyWildcard(m.namespaces, ns) {
+		return false
+	}
+	return !anyWildcard(m.excludedNamespaces, ns)
 }
 
 func labelsOrEmpty(l labels.Labels) labels.Labels {
@@ -255,46 +274,54 @@ func (m *Matcher) namespaceSelectorMatch(t *Target) (bool, error) {
 	return m.namespaceSelector.Matches(labelsOrEmpty(l)), nil
 }
 
-func anyWildcard(patterns []string, s string) bool {
+func anyWildcard(patterns []wildcard, s string) bool {
 	for _, p := range patterns {
-		if wildcardMatches(p, s) {
+		if p.matches(s) {
 			return true
 		}
 	}
 	return false
 }
 
-// wildcardMatches applies a Gatekeeper wildcard: a leading `*` makes it a
-// suffix match, a trailing one a prefix match, both a contains match.
-func wildcardMatches(pattern, s string) bool {
-	pre := strings.HasPrefix(pattern, "*")
-	suf := len(pattern) > 1 && strings.HasSuffix(pattern, "*") || pattern == "*"
+// wildcard is a Gatekeeper wildcard taken apart: a leading `*` makes it a
+// suffix match, a trailing one a prefix match, both a contains match
+// (a lone `*` is both, and matches everything).
+type wildcard struct {
+	text                string
+	anyBefore, anyAfter bool
+}
+
+func parseWildcard(pattern string) wildcard {
+	w := wildcard{text: pattern}
+	if strings.HasPrefix(w.text, "*") {
+		w.anyBefore, w.text = true, w.text[1:]
+	}
+	if strings.HasSuffix(w.text, "*") {
+		w.anyAfter, w.text = true, strings.TrimSuffix(w.text, "*")
+	} else if pattern == "*" {
+		w.anyAfter = true
+	}
+	return w
+}
+
+func (w wildcard) matches(s string) bool {
 	switch {
-	case pre && suf:
-		return strings.Contains(s, strings.Trim(pattern, "*"))
-	case pre:
-		return strings.HasSuffix(s, pattern[1:])
-	case suf:
-		return strings.HasPrefix(s, pattern[:len(pattern)-1])
+	case w.anyBefore && w.anyAfter:
+		return strings.Contains(s, w.text)
+	case w.anyBefore:
+		return strings.HasSuffix(s, w.text)
+	case w.anyAfter:
+		return strings.HasPrefix(s, w.text)
 	default:
-		return pattern == s
+		return w.text == s
 	}
 }
 
-// wildcardMatchesGenerateName tests a generateName, which is only the start
-// of the final name: a suffix or exact pattern cannot be decided from it.
-func wildcardMatchesGenerateName(pattern, generateName string) bool {
-	if generateName == "" {
+// matchesGenerateName tests a generateName, which is only the start of the
+// final name: a suffix or exact pattern cannot be decided from it.
+func (w wildcard) matchesGenerateName(generateName string) bool {
+	if generateName == "" || !w.anyAfter {
 		return false
 	}
-	pre := strings.HasPrefix(pattern, "*")
-	suf := len(pattern) > 1 && strings.HasSuffix(pattern, "*") || pattern == "*"
-	switch {
-	case pre && suf:
-		return strings.Contains(generateName, strings.Trim(pattern, "*"))
-	case suf:
-		return strings.HasPrefix(generateName, pattern[:len(pattern)-1])
-	default:
-		return false
-	}
+	return w.matches(generateName)
 }

@@ -84,6 +84,18 @@ func TestMatches(t *testing.T) {
 		{"source Original", Match{Source: "Original"}, podIn("prod", "web", nil), true, false},
 		{"source Generated never happens in-process", Match{Source: "Generated"}, podIn("prod", "web", nil), false, false},
 		{"everything is ANDed", Match{Namespaces: []string{"prod"}, LabelSelector: sel("app", "db")}, podIn("prod", "web", labels.Set{"app": "web"}), false, false},
+		// Source comes last in Gatekeeper's order, so a namespace that
+		// cannot be found is an error even for a Generated mutator.
+		{"source is tested after the namespace lookup", Match{Source: "Generated", NamespaceSelector: sel("env", "prod")}, podIn("gone", "web", nil), false, true},
+		{"source Generated with everything else matching", Match{Source: "Generated", NamespaceSelector: sel("env", "prod"), Name: "web"}, podIn("prod", "web", nil), false, false},
+		{"kind star", Match{Kinds: []Kinds{{APIGroups: []string{"apps"}, Kinds: []string{"*"}}}}, Target{GVK: deployment, Namespace: "a"}, true, false},
+		{"empty groups in an entry", Match{Kinds: []Kinds{{Kinds: []string{"Deployment"}}}}, Target{GVK: deployment, Namespace: "a"}, true, false},
+		{"kind in another group", Match{Kinds: []Kinds{{APIGroups: []string{""}, Kinds: []string{"Deployment"}}}}, Target{GVK: deployment, Namespace: "a"}, false, false},
+		{"scope Namespaced, cluster object", Match{Scope: "Namespaced"}, Target{GVK: clusterRole, Name: "r"}, false, false},
+		{"label selector on a cluster object", Match{LabelSelector: sel("a", "b")}, Target{GVK: clusterRole, Name: "r", Labels: labels.Set{"a": "b"}}, true, false},
+		{"name star matches everything", Match{Name: "*"}, podIn("prod", "web", nil), true, false},
+		{"name suffix", Match{Name: "*eb"}, podIn("prod", "web", nil), true, false},
+		{"name contains", Match{Name: "*e*"}, podIn("prod", "web", nil), true, false},
 		{"kinds fail before the namespace lookup", Match{Kinds: []Kinds{{Kinds: []string{"Service"}}}, NamespaceSelector: sel("env", "prod")}, podIn("gone", "web", nil), false, false},
 	}
 	for _, tc := range tests {
