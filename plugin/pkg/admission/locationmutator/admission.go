@@ -16,6 +16,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -143,20 +144,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 	if p.system.NeedsNamespaceLabels() && !p.WaitForReady() {
 		return admission.NewForbidden(a, fmt.Errorf("%s: not yet ready to handle request", PluginName))
 	}
-	target := match.Target{
-		GVK:             gvk,
-		Namespace:       a.GetNamespace(),
-		Name:            accessor.GetName(),
-		GenerateName:    accessor.GetGenerateName(),
-		Labels:          labels.Set(accessor.GetLabels()),
-		NamespaceLabels: p.namespaceLabels,
-	}
-	if target.Namespace == "" {
-		target.Namespace = accessor.GetNamespace()
-	}
-	if target.Name == "" {
-		target.Name = a.GetName()
-	}
+	target := p.target(a, accessor)
 	matched, err := mutation.AnyMatches(candidates, &target)
 	if err != nil {
 		return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
@@ -165,6 +153,31 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 		return nil
 	}
 	return p.mutate(a, o, obj, candidates, &target)
+}
+
+// target describes the object to the matchers the way Gatekeeper's webhook
+// does: the request's namespace (the object's when the request has none),
+// and none at all for a Namespace, which kube-apiserver otherwise gives its
+// own name as namespace on UPDATE but not on CREATE.
+func (p *Plugin) target(a admission.Attributes, accessor metav1.Object) match.Target {
+	t := match.Target{
+		GVK:             a.GetKind(),
+		Namespace:       a.GetNamespace(),
+		Name:            accessor.GetName(),
+		GenerateName:    accessor.GetGenerateName(),
+		Labels:          labels.Set(accessor.GetLabels()),
+		NamespaceLabels: p.namespaceLabels,
+	}
+	if t.Namespace == "" {
+		t.Namespace = accessor.GetNamespace()
+	}
+	if t.GVK.Group == "" && t.GVK.Kind == "Namespace" {
+		t.Namespace = ""
+	}
+	if t.Name == "" {
+		t.Name = a.GetName()
+	}
+	return t
 }
 
 func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) error {
@@ -209,7 +222,7 @@ func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, ob
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, out); err != nil {
 		// A value of the wrong type for the schema (a string key where
 		// the field is an integer, say) shows up only here.
-		return admission.NewForbidden(a, fmt.Errorf("%s: the mutated object is not a valid %v: %w", PluginName, gvk, err))
+		return admission.NewForbidden(a, fmt.Errorf("%s: after %s the object is not a valid %v: %w", PluginName, appliedList(res), gvk, err))
 	}
 	if internal {
 		if err := o.GetObjectConvertor().Convert(out, obj, nil); err != nil {
@@ -229,15 +242,21 @@ func (p *Plugin) record(a admission.Attributes, res mutation.Result) {
 	if !res.Mutated() {
 		return
 	}
-	ids := make([]string, len(res.Applied))
-	for i, id := range res.Applied {
-		ids[i] = id.String()
-	}
-	value := strings.Join(ids, ",")
+	value := appliedList(res)
 	if err := a.AddAnnotation(AnnotationKey, value); err != nil {
 		klog.V(4).InfoS("LocationMutator could not record its audit annotation", "err", err)
 	}
 	if klog.V(4).Enabled() {
 		klog.V(4).InfoS("LocationMutator mutated an object", "kind", a.GetKind(), "namespace", a.GetNamespace(), "name", a.GetName(), "operation", a.GetOperation(), "mutators", value, "passes", res.Passes)
 	}
+}
+
+// appliedList is "<Kind>/<name>,..." of the mutators that changed the
+// object, in run order.
+func appliedList(res mutation.Result) string {
+	ids := make([]string, len(res.Applied))
+	for i, id := range res.Applied {
+		ids[i] = id.String()
+	}
+	return strings.Join(ids, ",")
 }

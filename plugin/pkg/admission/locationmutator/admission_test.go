@@ -111,8 +111,10 @@ spec:
 	p := newTestPlugin(t, config(bad))
 	o := admission.NewObjectInterfacesFromScheme(testScheme(t))
 	err := p.Admit(context.Background(), attrs(threeContainerPod(), podGVK, podGVR, "prod", "web", admission.Create, ""), o)
-	if err == nil || !strings.Contains(err.Error(), "not a valid") {
-		t.Fatalf("error %v", err)
+	for _, want := range []string{"not a valid", "Assign/string-port", `pods "web"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %v does not name %q", err, want)
+		}
 	}
 }
 
@@ -188,5 +190,39 @@ spec:
 	nsGVK := corev1.SchemeGroupVersion.WithKind("Namespace")
 	if err := p.Admit(context.Background(), attrs(ns, nsGVK, corev1.SchemeGroupVersion.WithResource("namespaces"), "", "new", admission.Create, ""), o); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// kube-apiserver gives a Namespace request its own name as namespace
+// (/api/v1/namespaces/<name>), on UPDATE but not on CREATE. Gatekeeper
+// clears it, so a Namespace is cluster-scoped and fromMetadata namespace
+// reads "" either way.
+func TestNamespaceObjectHasNoNamespace(t *testing.T) {
+	label := `apiVersion: mutations.gatekeeper.sh/v1
+kind: AssignMetadata
+metadata: {name: ns-label}
+spec:
+  match: {scope: Cluster, kinds: [{apiGroups: [""], kinds: [Namespace]}]}
+  location: metadata.labels.ns
+  parameters: {assign: {fromMetadata: {field: namespace}}}`
+	p := newTestPlugin(t, config(label))
+	o := admission.NewObjectInterfacesFromScheme(testScheme(t))
+	nsGVK := corev1.SchemeGroupVersion.WithKind("Namespace")
+	nsGVR := corev1.SchemeGroupVersion.WithResource("namespaces")
+	for _, op := range []admission.Operation{admission.Create, admission.Update} {
+		t.Run(string(op), func(t *testing.T) {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}
+			requestNamespace := ""
+			if op == admission.Update {
+				requestNamespace = "team-a"
+			}
+			err := admissiontesting.WithReinvocationTesting(t, p).Admit(context.Background(), attrs(ns, nsGVK, nsGVR, requestNamespace, "team-a", op, ""), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, ok := ns.Labels["ns"]; !ok || v != "" {
+				t.Fatalf("labels %v, want ns set to the empty namespace", ns.Labels)
+			}
+		})
 	}
 }
