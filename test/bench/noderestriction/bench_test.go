@@ -1,0 +1,53 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package noderestriction
+
+import (
+	"context"
+	"testing"
+
+	"k8s.io/apiserver/pkg/admission"
+)
+
+// BenchmarkNodeRestriction runs each hot request through upstream's plugin
+// and ours, one after the other in the same process, so that the ratio is
+// not skewed by whatever else the machine is doing between runs.
+func BenchmarkNodeRestriction(b *testing.B) {
+	p := newPlugins(b, storedPod(), storedNode())
+	ctx := context.Background()
+	for _, s := range hotShapes(b) {
+		b.Run(s.name, func(b *testing.B) {
+			b.Run("upstream", func(b *testing.B) {
+				run(b, s.attrs, func(a admission.Attributes) error { return p.upstream.Admit(ctx, a, objectInterfaces) })
+			})
+			b.Run("admitkit", func(b *testing.B) {
+				run(b, s.attrs, func(a admission.Attributes) error { return p.admitkit.Validate(ctx, a, objectInterfaces) })
+			})
+		})
+	}
+}
+
+func run(b *testing.B, attrs admission.Attributes, check func(admission.Attributes) error) {
+	b.Helper()
+	if err := check(attrs); err != nil {
+		b.Fatalf("the benchmarked request must be allowed: %v", err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = check(attrs)
+	}
+}
