@@ -147,19 +147,12 @@ func loadFile(name string) ([]*mutation.Mutator, error) {
 		if t := bytes.TrimSpace(js); len(t) == 0 || bytes.Equal(t, []byte("null")) {
 			continue // comments or `---` only
 		}
-		items := []json.RawMessage{js}
-		var list struct {
-			Kind  string            `json:"kind"`
-			Items []json.RawMessage `json:"items"`
-		}
-		if json.Unmarshal(js, &list) == nil && list.Kind == "List" {
-			items = list.Items
-		}
+		items, isList := listItems(js)
 		for j, item := range items {
 			m, err := mutation.Decode(item)
 			if err != nil {
 				where := fmt.Sprintf("%s: document %d", name, doc)
-				if len(items) > 1 || list.Kind == "List" {
+				if isList {
 					where += fmt.Sprintf(": items[%d]", j)
 				}
 				errs = append(errs, fmt.Errorf("%s: %w", where, err))
@@ -169,4 +162,18 @@ func loadFile(name string) ([]*mutation.Mutator, error) {
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// listItems returns the items of a list document (`kind: List`, or a typed
+// list such as AssignList), or the document itself. kubectl apply -f
+// flattens every document of a *List kind with items the same way.
+func listItems(js []byte) ([]json.RawMessage, bool) {
+	var list struct {
+		Kind  string            `json:"kind"`
+		Items []json.RawMessage `json:"items"`
+	}
+	if json.Unmarshal(js, &list) != nil || !strings.HasSuffix(list.Kind, "List") || list.Items == nil {
+		return []json.RawMessage{js}, false
+	}
+	return list.Items, true
 }

@@ -77,6 +77,42 @@ func TestExampleAdmissionConfiguration(t *testing.T) {
 	}
 }
 
+// kubectl apply -f flattens any document with items, so a typed list
+// read straight from the API (kind: AssignList) loads like kind: List.
+func TestConfigTypedList(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "assigns.yaml")
+	doc := `apiVersion: mutations.gatekeeper.sh/v1
+kind: AssignList
+metadata: {resourceVersion: "42"}
+items:
+- apiVersion: mutations.gatekeeper.sh/v1
+  kind: Assign
+  metadata: {name: one}
+  spec:
+    applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+    location: spec.x
+    parameters: {assign: {value: 1}}
+- apiVersion: mutations.gatekeeper.sh/v1
+  kind: Assign
+  metadata: {name: two}
+  spec:
+    applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+    location: spec.y
+    parameters: {assign: {value: 2}}
+`
+	if err := os.WriteFile(f, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSystemFromConfig(strings.NewReader("apiVersion: locationmutator.admission.admitkit.io/v1alpha1\nkind: Configuration\nmutatorFiles: [" + f + "]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != 2 {
+		t.Fatalf("%d mutators, want 2", s.Len())
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	badFile := filepath.Join(dir, "bad.yaml")

@@ -3,6 +3,7 @@ package mutation
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -186,7 +187,9 @@ type Value struct {
 	Value any
 }
 
-// UnmarshalJSON decodes any JSON value with numbers normalised.
+// UnmarshalJSON decodes any JSON value with numbers normalised. A number
+// beyond float64's range is an error, as it is for encoding/json (and so
+// for Gatekeeper).
 func (v *Value) UnmarshalJSON(data []byte) error {
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.UseNumber()
@@ -194,40 +197,50 @@ func (v *Value) UnmarshalJSON(data []byte) error {
 	if err := d.Decode(&raw); err != nil {
 		return err
 	}
-	v.Value = normalizeNumbers(raw)
+	norm, err := normalizeNumbers(raw)
+	if err != nil {
+		return err
+	}
+	v.Value = norm
 	return nil
 }
 
 // MarshalJSON encodes the held value.
 func (v Value) MarshalJSON() ([]byte, error) { return json.Marshal(v.Value) }
 
-func normalizeNumbers(v any) any {
+func normalizeNumbers(v any) (any, error) {
+	var err error
 	switch v := v.(type) {
 	case json.Number:
-		if i, err := v.Int64(); err == nil {
-			return i
-		}
-		f, err := v.Float64()
-		if err != nil {
-			// Out of float range: keep the text rather than fail on a
-			// value nobody can assign anyway.
-			return v.String()
-		}
-		if f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
-			return int64(f)
-		}
-		return f
+		return normalizeNumber(v)
 	case map[string]any:
 		for k, e := range v {
-			v[k] = normalizeNumbers(e)
+			if v[k], err = normalizeNumbers(e); err != nil {
+				return nil, err
+			}
 		}
-		return v
 	case []any:
 		for i, e := range v {
-			v[i] = normalizeNumbers(e)
+			if v[i], err = normalizeNumbers(e); err != nil {
+				return nil, err
+			}
 		}
-		return v
-	default:
-		return v
 	}
+	return v, nil
+}
+
+// normalizeNumber gives an int64 for an integral number that fits one, the
+// way unstructured objects hold integers, and a float64 otherwise.
+func normalizeNumber(n json.Number) (any, error) {
+	if i, err := n.Int64(); err == nil {
+		return i, nil
+	}
+	f, err := n.Float64()
+	if err != nil {
+		return nil, fmt.Errorf("number %s is out of range", n)
+	}
+	if f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
+		return int64(f), nil
+	}
+	return f, nil
 }

@@ -1,6 +1,7 @@
 package mutation
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -30,9 +31,28 @@ func TestDecodeRejects(t *testing.T) {
 		{"fromMetadata into a list element", assignDoc("a", "spec.containers[name: foo]", "    assign: {fromMetadata: {field: name}}\n"), []string{"cannot assign a string to a list element"}},
 		{"bad fromMetadata field", assignDoc("a", "spec.x", "    assign: {fromMetadata: {field: uid}}\n"), []string{"spec.parameters.assign.fromMetadata.field: Unsupported value"}},
 		{"externalData is refused", assignDoc("a", "spec.x", "    assign: {externalData: {provider: p}}\n"), []string{"spec.parameters.assign.externalData: Forbidden", "external data"}},
+		{"CONNECT operation", "apiVersion: mutations.gatekeeper.sh/v1\nkind: Assign\nmetadata: {name: a}\nspec:\n  applyTo: [{groups: [''], versions: [v1], kinds: [Pod], operations: [CONNECT]}]\n  location: spec.x\n  parameters: {assign: {value: 1}}\n", []string{"spec.applyTo[0].operations[0]: Unsupported value"}},
+		{"lower-case operation", "apiVersion: mutations.gatekeeper.sh/v1\nkind: Assign\nmetadata: {name: a}\nspec:\n  applyTo: [{groups: [''], versions: [v1], kinds: [Pod], operations: [create]}]\n  location: spec.x\n  parameters: {assign: {value: 1}}\n", []string{"spec.applyTo[0].operations[0]: Unsupported value"}},
+		{"applyTo without groups", "apiVersion: mutations.gatekeeper.sh/v1\nkind: Assign\nmetadata: {name: a}\nspec:\n  applyTo: [{versions: [v1], kinds: [Pod]}]\n  location: spec.x\n  parameters: {assign: {value: 1}}\n", []string{"spec.applyTo[0].groups: Required"}},
+		{"applyTo without kinds", "apiVersion: mutations.gatekeeper.sh/v1\nkind: Assign\nmetadata: {name: a}\nspec:\n  applyTo: [{groups: [''], versions: [v1]}]\n  location: spec.x\n  parameters: {assign: {value: 1}}\n", []string{"spec.applyTo[0].kinds: Required"}},
+		{"null value", assignDoc("a", "spec.x", "    assign: {value: null}\n"), []string{"exactly one of"}},
+		{"fromMetadata into a glob", assignDoc("a", "spec.containers[name: *]", "    assign: {fromMetadata: {field: name}}\n"), []string{"glob", "cannot assign a string to a list element"}},
+		{"metadata value a boolean", "apiVersion: mutations.gatekeeper.sh/v1\nkind: AssignMetadata\nmetadata: {name: m}\nspec:\n  location: metadata.annotations.x\n  parameters: {assign: {value: true}}\n", []string{"spec.parameters.assign.value", "strings"}},
+		{"metadata deeper than a key", "apiVersion: mutations.gatekeeper.sh/v1\nkind: AssignMetadata\nmetadata: {name: m}\nspec:\n  location: metadata.labels.x.y\n  parameters: {assign: {value: x}}\n", []string{"metadata.labels.<key>"}},
+		{"metadata list selector", "apiVersion: mutations.gatekeeper.sh/v1\nkind: AssignMetadata\nmetadata: {name: m}\nspec:\n  location: 'metadata.labels[x: y]'\n  parameters: {assign: {value: x}}\n", []string{"metadata.labels.<key>"}},
+		{"metadata pathTests are not a field", "apiVersion: mutations.gatekeeper.sh/v1\nkind: AssignMetadata\nmetadata: {name: m}\nspec:\n  location: metadata.labels.x\n  parameters: {pathTests: [], assign: {value: x}}\n", []string{`unknown field "spec.parameters.pathTests"`}},
+		{"set with a quoted metadata root", "apiVersion: mutations.gatekeeper.sh/v1\nkind: ModifySet\nmetadata: {name: s}\nspec:\n" + applyTo + "  location: '\"metadata\".finalizers'\n  parameters: {values: {fromList: [a]}}\n", []string{"cannot change metadata"}},
+		{"image under metadata", "apiVersion: mutations.gatekeeper.sh/v1alpha1\nkind: AssignImage\nmetadata: {name: i}\nspec:\n" + applyTo + "  location: 'metadata.annotations.image'\n  parameters: {assignTag: ':v1'}\n", []string{"cannot change metadata"}},
+		{"image tag with a path", "apiVersion: mutations.gatekeeper.sh/v1alpha1\nkind: AssignImage\nmetadata: {name: i}\nspec:\n" + applyTo + "  location: 'spec.containers[name: *].image'\n  parameters: {assignTag: ':v1/x'}\n", []string{"assignTag"}},
+		{"image localhost path", "apiVersion: mutations.gatekeeper.sh/v1alpha1\nkind: AssignImage\nmetadata: {name: i}\nspec:\n" + applyTo + "  location: 'spec.containers[name: *].image'\n  parameters: {assignPath: localhost/app}\n", []string{"reads as a domain"}},
+		{"image path with a tag", "apiVersion: mutations.gatekeeper.sh/v1alpha1\nkind: AssignImage\nmetadata: {name: i}\nspec:\n" + applyTo + "  location: 'spec.containers[name: *].image'\n  parameters: {assignPath: 'app:v1'}\n", []string{"assignPath"}},
+		{"image domain with a trailing dot part", "apiVersion: mutations.gatekeeper.sh/v1alpha1\nkind: AssignImage\nmetadata: {name: i}\nspec:\n" + applyTo + "  location: 'spec.containers[name: *].image'\n  parameters: {assignDomain: 'a.'}\n", []string{"assignDomain"}},
+		{"image pathTest not a prefix", "apiVersion: mutations.gatekeeper.sh/v1alpha1\nkind: AssignImage\nmetadata: {name: i}\nspec:\n" + applyTo + "  location: 'spec.containers[name: *].image'\n  parameters: {assignTag: ':v1', pathTests: [{subPath: 'spec.initContainers', condition: MustExist}]}\n", []string{"pathTests[0].subPath", "prefix"}},
+		{"set pathTest conflict", "apiVersion: mutations.gatekeeper.sh/v1\nkind: ModifySet\nmetadata: {name: s}\nspec:\n" + applyTo + "  location: spec.a.args\n  parameters: {values: {fromList: [a]}, pathTests: [{subPath: spec.a.args, condition: MustExist}, {subPath: spec, condition: MustNotExist}]}\n", []string{"must not exist"}},
 		{"two sources", assignDoc("a", "spec.x", "    assign: {value: x, fromMetadata: {field: name}}\n"), []string{"exactly one of"}},
 		{"no source", assignDoc("a", "spec.x", "    assign: {}\n"), []string{"exactly one of"}},
 		{"name too long", assignDoc(strings.Repeat("n", 64), "spec.x", val), []string{"metadata.name: Too long"}},
+		{"grandparent forbidden, grandchild required", assignDoc("a", "spec.a.b", val+"    pathTests: [{subPath: spec, condition: MustNotExist}, {subPath: spec.a.b, condition: MustExist}]\n"), []string{"must not exist"}},
 		{"no name", assignDoc("''", "spec.x", val), []string{"metadata.name: Required"}},
 		{"unknown field", assignDoc("a", "spec.x", val+"    asign: {}\n"), []string{`Assign "a"`, `unknown field "spec.parameters.asign"`}},
 		{"wrong case field", assignDoc("a", "spec.x", "    Assign: {value: x}\n"), []string{"unknown field"}},
@@ -150,5 +170,22 @@ spec:
 		if _, err := Decode([]byte(d)); err != nil {
 			t.Errorf("Decode: %v", err)
 		}
+	}
+}
+
+// YAML turns a number beyond float64 into a string before it gets here (so
+// kubectl does the same for Gatekeeper); JSON decoded directly must fail as
+// encoding/json does, not change type.
+func TestValueNumbers(t *testing.T) {
+	var v Value
+	if err := json.Unmarshal([]byte(`{"a": [1e400]}`), &v); err == nil || !strings.Contains(err.Error(), "1e400") {
+		t.Fatalf("error %v, value %#v", err, v.Value)
+	}
+	if err := json.Unmarshal([]byte(`{"i": 80, "f": 80.0, "h": 0.5, "big": 9223372036854775808}`), &v); err != nil {
+		t.Fatal(err)
+	}
+	m := v.Value.(map[string]any)
+	if m["i"] != int64(80) || m["f"] != int64(80) || m["h"] != 0.5 || m["big"] != 9223372036854775808.0 {
+		t.Fatalf("numbers %#v", m)
 	}
 }
