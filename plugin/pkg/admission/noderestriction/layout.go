@@ -45,20 +45,30 @@ import (
 // reads a field whose kind is Pointer; and each read matches the field's
 // kind (string, slice, pointer) or, for typed reads, its exact Go type.
 
-// path locates a field from the start of a struct: hops[0] is an offset
-// from the base; each later hop follows the pointer stored at the
-// previous position, then adds its offset.
+// path locates a field from the start of a struct: off is its offset from
+// the base, or, when rest is set, the offset of a pointer to follow; each
+// offset in rest applies after following the pointer found at the
+// previous position.
 type path struct {
-	hops     []uintptr
+	off      uintptr
+	rest     []uintptr
 	typ      reflect.Type // the field's type
 	elemSize uintptr      // for slices: the size of one element
 }
 
 // addr returns the field's address in the struct at base, or nil when a
-// pointer on the way is nil.
-func (f path) addr(base unsafe.Pointer) unsafe.Pointer {
-	p := unsafe.Add(base, f.hops[0])
-	for _, off := range f.hops[1:] {
+// pointer on the way is nil. The direct case is kept apart so that it
+// inlines to one addition.
+func (f *path) addr(base unsafe.Pointer) unsafe.Pointer {
+	p := unsafe.Add(base, f.off)
+	if f.rest == nil {
+		return p
+	}
+	return follow(p, f.rest)
+}
+
+func follow(p unsafe.Pointer, rest []uintptr) unsafe.Pointer {
+	for _, off := range rest {
 		p = *(*unsafe.Pointer)(p)
 		if p == nil {
 			return nil
@@ -69,7 +79,7 @@ func (f path) addr(base unsafe.Pointer) unsafe.Pointer {
 }
 
 // str reads a string-kinded field; "" when unreachable.
-func (f path) str(base unsafe.Pointer) string {
+func (f *path) str(base unsafe.Pointer) string {
 	p := f.addr(base)
 	if p == nil {
 		return ""
@@ -78,7 +88,7 @@ func (f path) str(base unsafe.Pointer) string {
 }
 
 // ptr reads a pointer-kinded field; nil when unset or unreachable.
-func (f path) ptr(base unsafe.Pointer) unsafe.Pointer {
+func (f *path) ptr(base unsafe.Pointer) unsafe.Pointer {
 	p := f.addr(base)
 	if p == nil {
 		return nil
@@ -94,7 +104,7 @@ type sliceHeader struct {
 }
 
 // slice reads a slice-kinded field as its data pointer and length.
-func (f path) slice(base unsafe.Pointer) (unsafe.Pointer, int) {
+func (f *path) slice(base unsafe.Pointer) (unsafe.Pointer, int) {
 	p := f.addr(base)
 	if p == nil {
 		return nil, 0
@@ -104,14 +114,14 @@ func (f path) slice(base unsafe.Pointer) (unsafe.Pointer, int) {
 }
 
 // at is the address of element i of a slice read by f.
-func (f path) at(data unsafe.Pointer, i int) unsafe.Pointer {
+func (f *path) at(data unsafe.Pointer, i int) unsafe.Pointer {
 	return unsafe.Add(data, uintptr(i)*f.elemSize)
 }
 
 // value returns a pointer to the field as an interface of its real type
 // (never allocating: the interface holds a pointer), for comparisons
 // that must be apimachinery's semantic equality; nil when unreachable.
-func (f path) value(base unsafe.Pointer) any {
+func (f *path) value(base unsafe.Pointer) any {
 	p := f.addr(base)
 	if p == nil {
 		return nil
@@ -120,7 +130,7 @@ func (f path) value(base unsafe.Pointer) any {
 }
 
 // typedAt reads a field resolved with exactType[T] as *T.
-func typedAt[T any](f path, base unsafe.Pointer) *T {
+func typedAt[T any](f *path, base unsafe.Pointer) *T {
 	p := f.addr(base)
 	if p == nil {
 		return nil
@@ -177,7 +187,11 @@ func (r *resolver) field(t reflect.Type, want reflect.Kind, names ...string) pat
 	if t.Kind() != want {
 		return fail("field %v is a %v, not a %v", names, t.Kind(), want)
 	}
-	f := path{hops: append(hops, off), typ: t}
+	hops = append(hops, off)
+	f := path{off: hops[0], typ: t}
+	if len(hops) > 1 {
+		f.rest = hops[1:]
+	}
 	if t.Kind() == reflect.Slice {
 		f.elemSize = t.Elem().Size()
 	}
@@ -192,7 +206,7 @@ func has(t reflect.Type, name string) bool {
 }
 
 // elem is the element type of a slice or pointer path, or nil after a failure.
-func elem(f path) reflect.Type {
+func elem(f *path) reflect.Type {
 	if f.typ == nil {
 		return nil
 	}
@@ -239,10 +253,13 @@ func (c *shapeCache[S]) read(obj runtime.Object, o admission.ObjectInterfaces) (
 	if isNilObject(obj) {
 		return nil, nil, unexpectedType(obj, nil)
 	}
-	if o == nil || o.GetObjectTyper() == nil {
+	var typer runtime.ObjectTyper
+	if o != nil {
+		typer = o.GetObjectTyper()
+	}
+	if typer == nil {
 		return nil, nil, unexpectedType(obj, fmt.Errorf("no object typer to tell whether it is a %v", c.kind))
 	}
-	typer := o.GetObjectTyper()
 	t := reflect.TypeOf(obj)
 	// A stored typer is of a comparable type, so == cannot panic: equal
 	// dynamic types are then comparable, and unequal ones compare false.

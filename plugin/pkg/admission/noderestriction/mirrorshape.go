@@ -42,7 +42,8 @@ type mirrorPodShape struct {
 // field names; a name read through a nil reference is "".
 type containerShape struct {
 	env, envFrom                    path
-	envSecretName, envConfigMapName path // in an env var
+	valueFrom                       path // in an env var
+	keySecretName, keyConfigMapName path // in its EnvVarSource
 	fromSecretName, fromConfigMap   path // in an envFrom source
 }
 
@@ -111,10 +112,16 @@ var secretSources = []struct {
 	{srcCSI, []string{"NodePublishSecretRef", "Name"}},
 }
 
+// sourceOffset is where a volume holds one source pointer.
+type sourceOffset struct {
+	off uintptr
+	bit uint32
+}
+
 type volumeShape struct {
 	name    path
-	sources [numSources]path // hops[0] == 0 with typ == nil: the type has no such source
 	present uint32           // bit per source the type has
+	offsets []sourceOffset   // of the sources the type has
 	secret  [numSources]path // name of the secret a source names, see secretSources
 	cmName  path             // ConfigMap.Name
 
@@ -166,20 +173,24 @@ func buildMirrorPodShape(r *resolver, t reflect.Type) *mirrorPodShape {
 	if r.err != nil {
 		return nil
 	}
-	s.pullSecretName = r.field(elem(s.imagePullSecrets), reflect.String, "Name")
-	s.container = buildContainerShape(r, elem(s.containers))
-	if it := elem(s.initContainers); r.err == nil && it != elem(s.containers) {
-		r.err = fmt.Errorf("init containers are %v, containers %v", it, elem(s.containers))
+	s.pullSecretName = r.field(elem(&s.imagePullSecrets), reflect.String, "Name")
+	s.container = buildContainerShape(r, elem(&s.containers))
+	if it := elem(&s.initContainers); r.err == nil && it != elem(&s.containers) {
+		r.err = fmt.Errorf("init containers are %v, containers %v", it, elem(&s.containers))
 	}
-	s.ephemeralContainer = buildContainerShape(r, elem(s.ephemeral))
+	s.ephemeralContainer = buildContainerShape(r, elem(&s.ephemeral))
 
-	vt := elem(s.volumes)
+	vt := elem(&s.volumes)
 	v := &s.volume
 	v.name = r.field(vt, reflect.String, "Name")
 	for i, name := range sourceNames {
 		if has(vt, name) {
-			v.sources[i] = r.field(vt, reflect.Pointer, name)
+			f := r.field(vt, reflect.Pointer, name)
+			if r.err == nil && f.rest != nil {
+				r.err = fmt.Errorf("%v reaches %s through a pointer", vt, name)
+			}
 			v.present |= 1 << i
+			v.offsets = append(v.offsets, sourceOffset{off: f.off, bit: 1 << i})
 		}
 	}
 	for _, ss := range secretSources {
@@ -192,7 +203,7 @@ func buildMirrorPodShape(r *resolver, t reflect.Type) *mirrorPodShape {
 	}
 	if v.present&(1<<srcProjected) != 0 {
 		v.projections = r.field(vt, reflect.Slice, "Projected", "Sources")
-		pt := elem(v.projections)
+		pt := elem(&v.projections)
 		if r.err != nil {
 			return nil
 		}
@@ -223,9 +234,14 @@ func buildContainerShape(r *resolver, ct reflect.Type) containerShape {
 	if r.err != nil {
 		return containerShape{}
 	}
-	et, ft := elem(c.env), elem(c.envFrom)
-	c.envSecretName = r.field(et, reflect.String, "ValueFrom", "SecretKeyRef", "Name")
-	c.envConfigMapName = r.field(et, reflect.String, "ValueFrom", "ConfigMapKeyRef", "Name")
+	et, ft := elem(&c.env), elem(&c.envFrom)
+	c.valueFrom = r.field(et, reflect.Pointer, "ValueFrom")
+	if r.err != nil {
+		return containerShape{}
+	}
+	vt := elem(&c.valueFrom)
+	c.keySecretName = r.field(vt, reflect.String, "SecretKeyRef", "Name")
+	c.keyConfigMapName = r.field(vt, reflect.String, "ConfigMapKeyRef", "Name")
 	c.fromSecretName = r.field(ft, reflect.String, "SecretRef", "Name")
 	c.fromConfigMap = r.field(ft, reflect.String, "ConfigMapRef", "Name")
 	return c
@@ -233,10 +249,12 @@ func buildContainerShape(r *resolver, ct reflect.Type) containerShape {
 
 // sourcesSet returns a bit per source the volume at v sets.
 func (v *volumeShape) sourcesSet(vol unsafe.Pointer) uint32 {
+	// Some thirty loads per volume: each source is a pointer at a fixed
+	// offset of the volume itself (checked when the shape was built).
 	var set uint32
-	for i := range numSources {
-		if v.present&(1<<i) != 0 && v.sources[i].ptr(vol) != nil {
-			set |= 1 << i
+	for _, s := range v.offsets {
+		if *(*unsafe.Pointer)(unsafe.Add(vol, s.off)) != nil {
+			set |= s.bit
 		}
 	}
 	return set
@@ -252,35 +270,37 @@ func (p *projectionShape) set(src unsafe.Pointer) uint32 {
 	return set
 }
 
-// envNames reports whether any container of the list at pod names a
-// secret (configMap false) or a config map (configMap true) in its
-// environment.
-func (c *containerShape) envNames(list path, pod unsafe.Pointer, configMap bool) bool {
+// envNames reports whether the containers of the list at pod name a
+// secret, and whether they name a config map, in their environment. One
+// walk answers both: most env vars are plain values and cost one load.
+func (c *containerShape) envNames(list *path, pod unsafe.Pointer) (secret, configMap bool) {
 	data, n := list.slice(pod)
 	for i := range n {
 		ctr := list.at(data, i)
 		env, ne := c.env.slice(ctr)
 		for j := range ne {
-			e := c.env.at(env, j)
-			if configMap && c.envConfigMapName.str(e) != "" || !configMap && c.envSecretName.str(e) != "" {
-				return true
+			src := c.valueFrom.ptr(c.env.at(env, j))
+			if src == nil {
+				continue
 			}
+			secret = secret || c.keySecretName.str(src) != ""
+			configMap = configMap || c.keyConfigMapName.str(src) != ""
 		}
 		from, nf := c.envFrom.slice(ctr)
 		for j := range nf {
 			f := c.envFrom.at(from, j)
-			if configMap && c.fromConfigMap.str(f) != "" || !configMap && c.fromSecretName.str(f) != "" {
-				return true
-			}
+			secret = secret || c.fromSecretName.str(f) != ""
+			configMap = configMap || c.fromConfigMap.str(f) != ""
 		}
 	}
-	return false
+	return secret, configMap
 }
 
-func (s *mirrorPodShape) containersName(pod unsafe.Pointer, configMap bool) bool {
-	return s.container.envNames(s.initContainers, pod, configMap) ||
-		s.container.envNames(s.containers, pod, configMap) ||
-		s.ephemeralContainer.envNames(s.ephemeral, pod, configMap)
+func (s *mirrorPodShape) containersName(pod unsafe.Pointer) (secret, configMap bool) {
+	s1, c1 := s.container.envNames(&s.initContainers, pod)
+	s2, c2 := s.container.envNames(&s.containers, pod)
+	s3, c3 := s.ephemeralContainer.envNames(&s.ephemeral, pod)
+	return s1 || s2 || s3, c1 || c2 || c3
 }
 
 // referencesAPIObjects is podReferencesAPIObjects for an internal pod.
@@ -298,10 +318,11 @@ func (s *mirrorPodShape) referencesAPIObjects(pod unsafe.Pointer) (bool, string,
 	for i := range nv {
 		sets = append(sets, s.volume.sourcesSet(s.volumes.at(vols, i)))
 	}
-	if s.namesSecret(pod, vols, sets) {
+	envSecret, envConfigMap := s.containersName(pod)
+	if envSecret || s.namesSecret(pod, vols, sets) {
 		return true, "secrets", nil
 	}
-	if s.namesConfigMap(pod, vols, sets) {
+	if envConfigMap || s.namesConfigMap(vols, sets) {
 		return true, "configmaps", nil
 	}
 	if _, n := s.resourceClaims.slice(pod); n > 0 {
@@ -357,9 +378,6 @@ func (s *mirrorPodShape) namesSecret(pod, vols unsafe.Pointer, sets []uint32) bo
 			return true
 		}
 	}
-	if s.containersName(pod, false) {
-		return true
-	}
 	v := &s.volume
 	for i, set := range sets {
 		vol := s.volumes.at(vols, i)
@@ -384,10 +402,7 @@ func (s *mirrorPodShape) namesSecret(pod, vols unsafe.Pointer, sets []uint32) bo
 	return false
 }
 
-func (s *mirrorPodShape) namesConfigMap(pod, vols unsafe.Pointer, sets []uint32) bool {
-	if s.containersName(pod, true) {
-		return true
-	}
+func (s *mirrorPodShape) namesConfigMap(vols unsafe.Pointer, sets []uint32) bool {
 	v := &s.volume
 	for i, set := range sets {
 		vol := s.volumes.at(vols, i)

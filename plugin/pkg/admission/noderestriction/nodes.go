@@ -103,7 +103,7 @@ func (p *Plugin) validateNode(nodeName string, a admission.Attributes, o admissi
 			}
 			// Semantic equality, as upstream, on the internal values;
 			// a configSource is rare, so its reflection rarely runs.
-			if shape.configSource.ptr(n) != nil && !semanticPtrEqual(shape.configSource, n, old) {
+			if shape.configSource.ptr(n) != nil && !semanticPtrEqual(&shape.configSource, n, old) {
 				return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to update configSource to a new non-nil configSource", nodeName))
 			}
 			if !p.internalTaintsUnchanged(shape, n, old) {

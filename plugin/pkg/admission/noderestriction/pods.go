@@ -186,13 +186,13 @@ func (p *Plugin) validatePodStatus(nodeName string, a admission.Attributes, o ad
 	if !labels.Equals(oldMeta.GetLabels(), newMeta.GetLabels()) {
 		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update labels through pod status", nodeName))
 	}
-	if !semanticSliceEqual(shape.claimStatuses, oldP, newP) {
+	if !semanticSliceEqual(&shape.claimStatuses, oldP, newP) {
 		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update resource claim statues", nodeName))
 	}
-	if !semanticPtrEqual(shape.extendedStatus, oldP, newP) {
+	if !semanticPtrEqual(&shape.extendedStatus, oldP, newP) {
 		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update extended resource claim status", nodeName))
 	}
-	if !semanticSliceEqual(shape.allocatableRefs, oldP, newP) {
+	if !semanticSliceEqual(&shape.allocatableRefs, oldP, newP) {
 		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update node allocatable resource claim statuses", nodeName))
 	}
 	return nil

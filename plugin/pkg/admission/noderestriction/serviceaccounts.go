@@ -63,7 +63,7 @@ func (p *Plugin) validateServiceAccount(ctx context.Context, nodeName string, a 
 			ref.Kind, ref.APIVersion = shape.refKind.str(r), shape.refAPIVersion.str(r)
 			ref.Name, ref.UID = shape.refName.str(r), types.UID(shape.refUID.str(r))
 		}
-		audiences = *typedAt[[]string](shape.audiences, t)
+		audiences = *typedAt[[]string](&shape.audiences, t)
 	}
 	if !hasRef || ref.APIVersion != "v1" || ref.Kind != "Pod" || ref.Name == "" {
 		return admission.NewForbidden(a, fmt.Errorf("node requested token not bound to a pod"))

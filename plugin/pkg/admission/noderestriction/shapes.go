@@ -54,7 +54,7 @@ var podStatusShapes = &shapeCache[podStatusShape]{
 // apimachinery's semantic equality decides, which for these status types
 // (names, claim names, string lists and quantities) is the element-wise
 // comparison the versioned path writes out.
-func semanticSliceEqual(f path, a, b unsafe.Pointer) bool {
+func semanticSliceEqual(f *path, a, b unsafe.Pointer) bool {
 	_, na := f.slice(a)
 	_, nb := f.slice(b)
 	if na == 0 && nb == 0 {
@@ -67,7 +67,7 @@ func semanticSliceEqual(f path, a, b unsafe.Pointer) bool {
 }
 
 // semanticPtrEqual is semanticSliceEqual for a pointer field.
-func semanticPtrEqual(f path, a, b unsafe.Pointer) bool {
+func semanticPtrEqual(f *path, a, b unsafe.Pointer) bool {
 	pa, pb := f.ptr(a), f.ptr(b)
 	if pa == nil || pb == nil {
 		return pa == pb
@@ -97,7 +97,7 @@ var nodeShapes = &shapeCache[nodeShape]{
 		if r.err != nil {
 			return nil
 		}
-		tt := elem(s.taints)
+		tt := elem(&s.taints)
 		s.taint = taintShape{
 			key:       r.field(tt, reflect.String, "Key"),
 			value:     r.field(tt, reflect.String, "Value"),
@@ -139,7 +139,7 @@ func (s *taintShape) equal(a, b unsafe.Pointer) bool {
 	if s.key.str(a) != s.key.str(b) || s.value.str(a) != s.value.str(b) || s.effect.str(a) != s.effect.str(b) {
 		return false
 	}
-	ta, tb := *typedAt[*metav1.Time](s.timeAdded, a), *typedAt[*metav1.Time](s.timeAdded, b)
+	ta, tb := *typedAt[*metav1.Time](&s.timeAdded, a), *typedAt[*metav1.Time](&s.timeAdded, b)
 	if ta == nil || tb == nil {
 		return ta == tb
 	}
@@ -166,7 +166,7 @@ var tokenRequestShapes = &shapeCache[tokenRequestShape]{
 		if r.err != nil {
 			return nil
 		}
-		rt := elem(s.boundObjectRef)
+		rt := elem(&s.boundObjectRef)
 		s.refKind = r.field(rt, reflect.String, "Kind")
 		s.refAPIVersion = r.field(rt, reflect.String, "APIVersion")
 		s.refName = r.field(rt, reflect.String, "Name")
