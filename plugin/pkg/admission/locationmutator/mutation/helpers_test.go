@@ -96,3 +96,25 @@ func equalYAML(t testing.TB, got map[string]any, want string) {
 		t.Fatalf("got:\n%s\nwant:\n%s", toYAML(got), toYAML(w))
 	}
 }
+
+// checkMutation runs m once on before and expects after (or an error
+// containing wantErr), then once more and expects no change: every
+// mutator is idempotent on its own.
+func checkMutation(t *testing.T, m *Mutator, before, after, wantErr string) {
+	t.Helper()
+	o := obj(t, before)
+	_, err := runOnce(t, m, o)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error %v, want one containing %q", err, wantErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalYAML(t, o, after)
+	if changed, err := runOnce(t, m, o); err != nil || changed {
+		t.Fatalf("second run changed=%v err=%v", changed, err)
+	}
+}

@@ -3,6 +3,7 @@ package mutation
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -10,12 +11,30 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// versions lists the apiVersions Gatekeeper serves each kind at.
-var versions = map[string][]string{
-	KindAssign:         {"v1", "v1beta1", "v1alpha1"},
-	KindAssignMetadata: {"v1", "v1beta1", "v1alpha1"},
-	KindModifySet:      {"v1", "v1beta1", "v1alpha1"},
-	KindAssignImage:    {"v1alpha1"},
+// manifestKind is what Decode knows of a kind: the apiVersions Gatekeeper
+// serves it at, and how to build its mutator.
+type manifestKind struct {
+	versions []string
+	decode   func(data []byte) (*Mutator, field.ErrorList, error)
+}
+
+var manifestKinds = map[string]manifestKind{
+	KindAssign:         {[]string{"v1", "v1beta1", "v1alpha1"}, decodeAs(NewAssign)},
+	KindAssignMetadata: {[]string{"v1", "v1beta1", "v1alpha1"}, decodeAs(NewAssignMetadata)},
+	KindModifySet:      {[]string{"v1", "v1beta1", "v1alpha1"}, decodeAs(NewModifySet)},
+	KindAssignImage:    {[]string{"v1alpha1"}, decodeAs(NewAssignImage)},
+}
+
+// decodeAs decodes a manifest strictly into a T and validates it with build.
+func decodeAs[T any](build func(*T) (*Mutator, field.ErrorList)) func([]byte) (*Mutator, field.ErrorList, error) {
+	return func(data []byte) (*Mutator, field.ErrorList, error) {
+		var obj T
+		if err := strictUnmarshal(data, &obj); err != nil {
+			return nil, nil, err
+		}
+		m, errs := build(&obj)
+		return m, errs, nil
+	}
 }
 
 // Decode reads one mutator manifest (YAML or JSON) and validates it. Its
@@ -37,55 +56,24 @@ func Decode(doc []byte) (*Mutator, error) {
 		return nil, fmt.Errorf("not a Kubernetes object: %w", err)
 	}
 	who := fmt.Sprintf("%s %q", head.Kind, head.Metadata.Name)
-	vs, ok := versions[head.Kind]
+	kind, ok := manifestKinds[head.Kind]
 	if !ok {
 		return nil, fmt.Errorf("%s: kind: %v", who, field.NotSupported(field.NewPath("kind"), head.Kind, []string{KindAssign, KindAssignImage, KindAssignMetadata, KindModifySet}).ErrorBody())
 	}
 	group, version, _ := strings.Cut(head.APIVersion, "/")
-	if group != Group || !contains(vs, version) {
-		want := make([]string, len(vs))
-		for i, v := range vs {
+	if group != Group || !slices.Contains(kind.versions, version) {
+		want := make([]string, len(kind.versions))
+		for i, v := range kind.versions {
 			want[i] = Group + "/" + v
 		}
 		return nil, fmt.Errorf("%s: %v", who, field.NotSupported(field.NewPath("apiVersion"), head.APIVersion, want))
 	}
-
-	var (
-		m    *Mutator
-		errs field.ErrorList
-	)
-	switch head.Kind {
-	case KindAssign:
-		var obj Assign
-		if err := strictUnmarshal(data, &obj); err != nil {
-			return nil, fmt.Errorf("%s: %w", who, err)
-		}
-		m, errs = NewAssign(&obj)
-	case KindAssignMetadata:
-		var obj AssignMetadata
-		if err := strictUnmarshal(data, &obj); err != nil {
-			return nil, fmt.Errorf("%s: %w", who, err)
-		}
-		m, errs = NewAssignMetadata(&obj)
-	case KindModifySet:
-		var obj ModifySet
-		if err := strictUnmarshal(data, &obj); err != nil {
-			return nil, fmt.Errorf("%s: %w", who, err)
-		}
-		m, errs = NewModifySet(&obj)
-	case KindAssignImage:
-		var obj AssignImage
-		if err := strictUnmarshal(data, &obj); err != nil {
-			return nil, fmt.Errorf("%s: %w", who, err)
-		}
-		m, errs = NewAssignImage(&obj)
+	m, errs, err := kind.decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", who, err)
 	}
 	if len(errs) > 0 {
-		msgs := make([]string, len(errs))
-		for i, e := range errs {
-			msgs[i] = e.Error()
-		}
-		return nil, fmt.Errorf("%s: %s", who, strings.Join(msgs, "; "))
+		return nil, fmt.Errorf("%s: %w", who, errs.ToAggregate())
 	}
 	return m, nil
 }
@@ -105,13 +93,4 @@ func strictUnmarshal(data []byte, v any) error {
 		return fmt.Errorf("%s", strings.Join(msgs, "; "))
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }

@@ -198,8 +198,10 @@ func effectiveOperations(ops []string, p *field.Path) ([]string, field.ErrorList
 }
 
 // compilePathTests checks the tests against the location and lays them out
-// by depth. Conflicts are judged by depth, not by their order in the list:
-// a MustExist deeper than a MustNotExist can never be satisfied.
+// by depth (the index of a subPath's last node). Conflicts are judged by
+// depth, not by their order in the list as Gatekeeper does: a MustExist
+// deeper than a MustNotExist can never be satisfied, whichever is listed
+// first.
 func compilePathTests(tests []PathTest, loc path.Path, errs field.ErrorList) ([]Condition, field.ErrorList) {
 	if len(tests) == 0 {
 		return nil, errs
@@ -208,43 +210,48 @@ func compilePathTests(tests []PathTest, loc path.Path, errs field.ErrorList) ([]
 	conds := make([]Condition, len(loc.Nodes))
 	before := len(errs)
 	for i, t := range tests {
-		ip := p.Index(i)
-		if t.Condition != MustExist && t.Condition != MustNotExist {
-			errs = append(errs, field.NotSupported(ip.Child("condition"), t.Condition, []Condition{MustExist, MustNotExist}))
-			continue
-		}
-		sub, err := path.Parse(t.SubPath)
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(ip.Child("subPath"), t.SubPath, err.Error()))
-			continue
-		case len(sub.Nodes) == 0:
-			errs = append(errs, field.Required(ip.Child("subPath"), ""))
-			continue
-		case !path.HasPrefix(loc, sub):
-			errs = append(errs, field.Invalid(ip.Child("subPath"), t.SubPath, fmt.Sprintf("must be a prefix of the location %q", loc.String())))
-			continue
-		}
-		d := len(sub.Nodes) - 1
-		if conds[d] != "" && conds[d] != t.Condition {
-			errs = append(errs, field.Invalid(ip, t.SubPath, fmt.Sprintf("%q is required to exist and not to exist", sub.String())))
-			continue
-		}
-		conds[d] = t.Condition
+		errs = addPathTest(conds, t, loc, p.Index(i), errs)
 	}
 	if len(errs) > before {
 		return nil, errs
 	}
-	firstForbidden := -1
-	for d, c := range conds {
-		if c == MustNotExist && firstForbidden < 0 {
-			firstForbidden = d
-		}
-		if c == MustExist && firstForbidden >= 0 && d > firstForbidden {
-			errs = append(errs, field.Invalid(p, prefixString(loc, d), fmt.Sprintf("requires %q to exist below %q, which must not exist", prefixString(loc, d), prefixString(loc, firstForbidden))))
+	return conds, checkPathTestDepths(conds, loc, p, errs)
+}
+
+// addPathTest records t at its depth in conds.
+func addPathTest(conds []Condition, t PathTest, loc path.Path, p *field.Path, errs field.ErrorList) field.ErrorList {
+	if t.Condition != MustExist && t.Condition != MustNotExist {
+		return append(errs, field.NotSupported(p.Child("condition"), t.Condition, []Condition{MustExist, MustNotExist}))
+	}
+	sub, err := path.Parse(t.SubPath)
+	switch {
+	case err != nil:
+		return append(errs, field.Invalid(p.Child("subPath"), t.SubPath, err.Error()))
+	case len(sub.Nodes) == 0:
+		return append(errs, field.Required(p.Child("subPath"), ""))
+	case !path.HasPrefix(loc, sub):
+		return append(errs, field.Invalid(p.Child("subPath"), t.SubPath, fmt.Sprintf("must be a prefix of the location %q", loc.String())))
+	}
+	d := len(sub.Nodes) - 1
+	if conds[d] != "" && conds[d] != t.Condition {
+		return append(errs, field.Invalid(p, t.SubPath, fmt.Sprintf("%q is required to exist and not to exist", sub.String())))
+	}
+	conds[d] = t.Condition
+	return errs
+}
+
+// checkPathTestDepths refuses a MustExist below a MustNotExist.
+func checkPathTestDepths(conds []Condition, loc path.Path, p *field.Path, errs field.ErrorList) field.ErrorList {
+	forbidden := slices.Index(conds, MustNotExist)
+	if forbidden < 0 {
+		return errs
+	}
+	for d := forbidden + 1; d < len(conds); d++ {
+		if conds[d] == MustExist {
+			errs = append(errs, field.Invalid(p, prefixString(loc, d), fmt.Sprintf("requires %q to exist below %q, which must not exist", prefixString(loc, d), prefixString(loc, forbidden))))
 		}
 	}
-	return conds, errs
+	return errs
 }
 
 // prefixString prints the first depth+1 nodes of p, for messages.
@@ -252,23 +259,14 @@ func prefixString(p path.Path, depth int) string {
 	return path.Path{Nodes: p.Nodes[:depth+1]}.String()
 }
 
-func compileMatch(m match.Match, errs field.ErrorList) (*match.Matcher, field.ErrorList) {
-	matcher, mErrs := match.Compile(m, field.NewPath("spec", "match"))
-	return matcher, append(errs, mErrs...)
-}
-
 // compileAssignField validates parameters.assign. listElement says the
 // location ends in a list selector, where only a literal value can go.
 func compileAssignField(f AssignField, p *field.Path, listElement bool, errs field.ErrorList) (value any, fromMetadata string, _ field.ErrorList) {
 	set := 0
-	if f.Value != nil {
-		set++
-	}
-	if f.FromMetadata != nil {
-		set++
-	}
-	if f.ExternalData != nil {
-		set++
+	for _, isSet := range []bool{f.Value != nil, f.FromMetadata != nil, f.ExternalData != nil} {
+		if isSet {
+			set++
+		}
 	}
 	if set != 1 {
 		return nil, "", append(errs, field.Invalid(p, "", "exactly one of value, fromMetadata or externalData must be set"))
@@ -290,57 +288,108 @@ func compileAssignField(f AssignField, p *field.Path, listElement bool, errs fie
 	return value, fromMetadata, errs
 }
 
-// NewAssign validates an Assign and returns its mutator.
-func NewAssign(a *Assign) (*Mutator, field.ErrorList) {
-	m := &Mutator{id: ID{Kind: KindAssign, Name: a.Name}}
-	errs := validateName(a.Name, nil)
-	loc, errs := parseLocation(a.Spec.Location, errs)
+// endRule says what a kind of mutator may find at the end of its location.
+type endRule struct {
+	// listEnd refuses a location ending in a list selector, with this
+	// reason; "" lets a keyed selector end it (Assign replaces whole
+	// elements) but never a glob.
+	listEnd string
+	// keepKey refuses `[k: v].k`.
+	keepKey bool
+}
+
+// newMutator starts a mutator with a schema: its name and location are
+// checked, and the location may not be rooted at metadata (quoted or not)
+// nor end where rule forbids.
+func newMutator(kind, name, location string, rule endRule) (*Mutator, field.ErrorList) {
+	m := &Mutator{id: ID{Kind: kind, Name: name}}
+	errs := validateName(name, nil)
+	m.location, errs = parseLocation(location, errs)
+	m.nodes = m.location.Nodes
+	if len(m.nodes) == 0 {
+		return m, errs
+	}
 	lp := field.NewPath("spec", "location")
-	m.location, m.nodes = loc, loc.Nodes
-	listElement := false
-	if len(loc.Nodes) > 0 {
-		if rootedAtMetadata(loc) {
-			errs = append(errs, field.Invalid(lp, a.Spec.Location, "Assign cannot change metadata; use AssignMetadata"))
-		}
-		if l, ok := lastNode(loc).(path.List); ok {
-			listElement = true
-			if l.Glob {
-				errs = append(errs, field.Invalid(lp, a.Spec.Location, "a location cannot end in a glob: there is no element to append"))
-			}
-		}
-		if changesListKey(loc) {
-			errs = append(errs, field.Invalid(lp, a.Spec.Location, "cannot change the key field of a list element"))
+	if rootedAtMetadata(m.location) {
+		errs = append(errs, field.Invalid(lp, location, kind+" cannot change metadata; use AssignMetadata"))
+	}
+	if l, ok := lastNode(m.location).(path.List); ok {
+		switch {
+		case rule.listEnd != "":
+			errs = append(errs, field.Invalid(lp, location, rule.listEnd))
+		case l.Glob:
+			errs = append(errs, field.Invalid(lp, location, "a location cannot end in a glob: there is no element to append"))
 		}
 	}
-	vp := field.NewPath("spec", "parameters", "assign")
-	m.value, m.fromMetadata, errs = compileAssignField(a.Spec.Parameters.Assign, vp, listElement, errs)
-	if listElement && a.Spec.Parameters.Assign.Value != nil {
-		if l := lastNode(loc).(path.List); !l.Glob {
-			obj, ok := m.value.(map[string]any)
-			switch {
-			case !ok:
-				errs = append(errs, field.Invalid(vp.Child("value"), m.value, "a list element must be assigned an object"))
-			case !jsonEqual(obj[l.KeyField], l.KeyValue):
-				errs = append(errs, field.Invalid(vp.Child("value"), m.value, fmt.Sprintf("the element must carry %s: %v, as the location selects", path.Quote(l.KeyField), l.KeyValue)))
-			}
-		}
+	if rule.keepKey && changesListKey(m.location) {
+		errs = append(errs, field.Invalid(lp, location, "cannot change the key field of a list element"))
 	}
-	m.bindings, errs = compileApplyTo(a.Spec.ApplyTo, errs)
-	m.conds, errs = compilePathTests(a.Spec.Parameters.PathTests, loc, errs)
-	m.matcher, errs = compileMatch(a.Spec.Match, errs)
-	if len(errs) > 0 {
+	return m, errs
+}
+
+// endsInList reports whether the location selects list elements.
+func (m *Mutator) endsInList() bool {
+	if len(m.nodes) == 0 {
+		return false
+	}
+	_, ok := lastNode(m.location).(path.List)
+	return ok
+}
+
+// finish compiles what every mutator with a schema has (applyTo, pathTests
+// and match) and returns m, or nil with every problem found.
+func (m *Mutator) finish(applyTo []ApplyTo, tests []PathTest, mt match.Match, errs field.ErrorList) (*Mutator, field.ErrorList) {
+	m.bindings, errs = compileApplyTo(applyTo, errs)
+	m.conds, errs = compilePathTests(tests, m.location, errs)
+	return m.finishMatch(mt, errs)
+}
+
+func (m *Mutator) finishMatch(mt match.Match, errs field.ErrorList) (*Mutator, field.ErrorList) {
+	matcher, mErrs := match.Compile(mt, field.NewPath("spec", "match"))
+	m.matcher = matcher
+	if errs = append(errs, mErrs...); len(errs) > 0 {
 		return nil, errs
 	}
 	return m, nil
+}
+
+// NewAssign validates an Assign and returns its mutator.
+func NewAssign(a *Assign) (*Mutator, field.ErrorList) {
+	m, errs := newMutator(KindAssign, a.Name, a.Spec.Location, endRule{keepKey: true})
+	vp := field.NewPath("spec", "parameters", "assign")
+	m.value, m.fromMetadata, errs = compileAssignField(a.Spec.Parameters.Assign, vp, m.endsInList(), errs)
+	if m.endsInList() && a.Spec.Parameters.Assign.Value != nil {
+		errs = m.checkElementValue(vp.Child("value"), errs)
+	}
+	return m.finish(a.Spec.ApplyTo, a.Spec.Parameters.PathTests, a.Spec.Match, errs)
+}
+
+// checkElementValue requires a whole list element to be an object carrying
+// the key value its selector names, compared by type and value once numbers
+// are normalised (80 and 80.0 are the same key, "80" is another): an
+// element with another key would be selected by nothing on the next pass.
+func (m *Mutator) checkElementValue(p *field.Path, errs field.ErrorList) field.ErrorList {
+	l := lastNode(m.location).(path.List)
+	if l.Glob {
+		return errs // already refused by newMutator
+	}
+	obj, ok := m.value.(map[string]any)
+	switch {
+	case !ok:
+		return append(errs, field.Invalid(p, m.value, "a list element must be assigned an object"))
+	case !jsonEqual(obj[l.KeyField], l.KeyValue):
+		return append(errs, field.Invalid(p, m.value, fmt.Sprintf("the element must carry %s: %v, as the location selects", path.Quote(l.KeyField), l.KeyValue)))
+	}
+	return errs
 }
 
 // NewAssignMetadata validates an AssignMetadata and returns its mutator.
 func NewAssignMetadata(a *AssignMetadata) (*Mutator, field.ErrorList) {
 	m := &Mutator{id: ID{Kind: KindAssignMetadata, Name: a.Name}}
 	errs := validateName(a.Name, nil)
-	loc, errs := parseLocation(a.Spec.Location, errs)
-	m.location, m.nodes = loc, loc.Nodes
-	if len(loc.Nodes) > 0 && !isMetadataKey(loc) {
+	m.location, errs = parseLocation(a.Spec.Location, errs)
+	m.nodes = m.location.Nodes
+	if len(m.nodes) > 0 && !isMetadataKey(m.location) {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "location"), a.Spec.Location, "must be metadata.labels.<key> or metadata.annotations.<key>"))
 	}
 	vp := field.NewPath("spec", "parameters", "assign")
@@ -353,11 +402,7 @@ func NewAssignMetadata(a *AssignMetadata) (*Mutator, field.ErrorList) {
 	// Add-only: an existing label or annotation is never replaced, which is
 	// also what makes metadata mutators converge.
 	m.conds = []Condition{"", "", MustNotExist}
-	m.matcher, errs = compileMatch(a.Spec.Match, errs)
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	return m, nil
+	return m.finishMatch(a.Spec.Match, errs)
 }
 
 func isMetadataKey(p path.Path) bool {
@@ -383,21 +428,11 @@ func isMetadataKey(p path.Path) bool {
 	return true
 }
 
-// NewModifySet validates a ModifySet and returns its mutator.
+// NewModifySet validates a ModifySet and returns its mutator. Its key field
+// may be the last node (`[name: x].name` as a set is odd but converges), as
+// in Gatekeeper.
 func NewModifySet(s *ModifySet) (*Mutator, field.ErrorList) {
-	m := &Mutator{id: ID{Kind: KindModifySet, Name: s.Name}}
-	errs := validateName(s.Name, nil)
-	loc, errs := parseLocation(s.Spec.Location, errs)
-	lp := field.NewPath("spec", "location")
-	m.location, m.nodes = loc, loc.Nodes
-	if len(loc.Nodes) > 0 {
-		if rootedAtMetadata(loc) {
-			errs = append(errs, field.Invalid(lp, s.Spec.Location, "ModifySet cannot change metadata"))
-		}
-		if _, ok := lastNode(loc).(path.List); ok {
-			errs = append(errs, field.Invalid(lp, s.Spec.Location, "must end in a field holding the list, not in a list selector"))
-		}
-	}
+	m, errs := newMutator(KindModifySet, s.Name, s.Spec.Location, endRule{listEnd: "must end in a field holding the list, not in a list selector"})
 	switch s.Spec.Parameters.Operation {
 	case "", OperationMerge:
 	case OperationPrune:
@@ -408,43 +443,16 @@ func NewModifySet(s *ModifySet) (*Mutator, field.ErrorList) {
 	for _, v := range s.Spec.Parameters.Values.FromList {
 		m.values = append(m.values, v.Value)
 	}
-	m.bindings, errs = compileApplyTo(s.Spec.ApplyTo, errs)
-	m.conds, errs = compilePathTests(s.Spec.Parameters.PathTests, loc, errs)
-	m.matcher, errs = compileMatch(s.Spec.Match, errs)
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	return m, nil
+	return m.finish(s.Spec.ApplyTo, s.Spec.Parameters.PathTests, s.Spec.Match, errs)
 }
 
 // NewAssignImage validates an AssignImage and returns its mutator.
 func NewAssignImage(a *AssignImage) (*Mutator, field.ErrorList) {
-	m := &Mutator{id: ID{Kind: KindAssignImage, Name: a.Name}}
-	errs := validateName(a.Name, nil)
-	loc, errs := parseLocation(a.Spec.Location, errs)
-	lp := field.NewPath("spec", "location")
-	m.location, m.nodes = loc, loc.Nodes
-	if len(loc.Nodes) > 0 {
-		if rootedAtMetadata(loc) {
-			errs = append(errs, field.Invalid(lp, a.Spec.Location, "AssignImage cannot change metadata"))
-		}
-		if _, ok := lastNode(loc).(path.List); ok {
-			errs = append(errs, field.Invalid(lp, a.Spec.Location, "must end in the field holding the image, not in a list selector"))
-		}
-		if changesListKey(loc) {
-			errs = append(errs, field.Invalid(lp, a.Spec.Location, "cannot change the key field of a list element"))
-		}
-	}
+	m, errs := newMutator(KindAssignImage, a.Name, a.Spec.Location, endRule{listEnd: "must end in the field holding the image, not in a list selector", keepKey: true})
 	pp := a.Spec.Parameters
 	if msg := validateImageParts(pp.AssignDomain, pp.AssignPath, pp.AssignTag); msg != "" {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "parameters"), fmt.Sprintf("assignDomain=%q assignPath=%q assignTag=%q", pp.AssignDomain, pp.AssignPath, pp.AssignTag), msg))
 	}
 	m.domain, m.imgPath, m.tag = pp.AssignDomain, pp.AssignPath, pp.AssignTag
-	m.bindings, errs = compileApplyTo(a.Spec.ApplyTo, errs)
-	m.conds, errs = compilePathTests(pp.PathTests, loc, errs)
-	m.matcher, errs = compileMatch(a.Spec.Match, errs)
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	return m, nil
+	return m.finish(a.Spec.ApplyTo, pp.PathTests, a.Spec.Match, errs)
 }

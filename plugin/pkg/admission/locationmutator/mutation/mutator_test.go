@@ -109,22 +109,7 @@ func TestAssign(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := assign(t, "a", tc.location, tc.value)
-			o := obj(t, tc.before)
-			_, err := runOnce(t, m, o)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			equalYAML(t, o, tc.after)
-			if changed, err := runOnce(t, m, o); err != nil || changed {
-				t.Fatalf("second run changed=%v err=%v", changed, err)
-			}
+			checkMutation(t, assign(t, "a", tc.location, tc.value), tc.before, tc.after, tc.wantErr)
 		})
 	}
 }
@@ -238,21 +223,7 @@ spec:
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			o := obj(t, tc.before)
-			_, err := runOnce(t, tc.m, o)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			equalYAML(t, o, tc.after)
-			if changed, err := runOnce(t, tc.m, o); err != nil || changed {
-				t.Fatalf("second run changed=%v err=%v", changed, err)
-			}
+			checkMutation(t, tc.m, tc.before, tc.after, tc.wantErr)
 		})
 	}
 }

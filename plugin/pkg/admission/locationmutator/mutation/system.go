@@ -1,6 +1,7 @@
 package mutation
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -34,15 +35,7 @@ type System struct {
 // every mutator involved.
 func NewSystem(ms []*Mutator) (*System, error) {
 	sorted := slices.Clone(ms)
-	slices.SortStableFunc(sorted, func(a, b *Mutator) int {
-		switch {
-		case a.id.less(b.id):
-			return -1
-		case b.id.less(a.id):
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(sorted, runOrder)
 	var errs []error
 	for i := 1; i < len(sorted); i++ {
 		if sorted[i].id == sorted[i-1].id {
@@ -68,18 +61,20 @@ func NewSystem(ms []*Mutator) (*System, error) {
 	}
 	for b, list := range s.byBinding {
 		merged := append(slices.Clone(list), s.anyKind...)
-		slices.SortStableFunc(merged, func(a, b *Mutator) int {
-			if a.id.less(b.id) {
-				return -1
-			}
-			if b.id.less(a.id) {
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(merged, runOrder)
 		s.byBinding[b] = merged
 	}
 	return s, nil
+}
+
+// runOrder is Gatekeeper's order: by kind, then by name (its IDs sort by
+// group, kind, namespace and name, and all mutators share the group and
+// have no namespace).
+func runOrder(a, b *Mutator) int {
+	if c := cmp.Compare(a.id.Kind, b.id.Kind); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.id.Name, b.id.Name)
 }
 
 // Len is the number of mutators.
@@ -144,69 +139,90 @@ func (r Result) Mutated() bool { return len(r.Applied) > 0 }
 // ends each pass the same; from the third pass on (reached only when at
 // least two mutators matched), a pass that writes is therefore compared
 // with a snapshot taken before it. That costs a copy only for such objects
-// and ends them where Gatekeeper's deep comparison would.
+// and leaves them as Gatekeeper's deep comparison would, one pass later.
+// t.Labels is refreshed from obj on every pass after the first.
 func Mutate(candidates []*Mutator, obj map[string]any, t *match.Target) (Result, error) {
-	var res Result
-	var applied []bool
-	matched := 0
-	var snapshot map[string]any
+	var (
+		res     Result
+		applied []int // indexes of the candidates that changed it, sorted: run order
+		matched int
+	)
 	for pass := 1; ; pass++ {
 		res.Passes = pass
+		var snapshot map[string]any
 		if pass >= 3 {
 			snapshot = deepCopyJSON(obj).(map[string]any)
 		}
-		md := Metadata{Namespace: t.Namespace, Name: t.Name}
 		if pass > 1 {
 			t.Labels = labelsOf(obj)
 		}
-		changed := false
-		var changedBy []ID
-		thisPass := 0
-		for i, m := range candidates {
-			ok, err := m.matcher.Matches(t)
-			if err != nil {
-				return res, fmt.Errorf("%s: %s: %w", describe(t), m.id, err)
-			}
-			if !ok {
-				continue
-			}
-			thisPass++
-			c, err := m.Mutate(obj, md)
-			if err != nil {
-				return res, fmt.Errorf("%s: %w", describe(t), err)
-			}
-			if c {
-				changed = true
-				if applied == nil {
-					applied = make([]bool, len(candidates))
-				}
-				applied[i] = true
-				changedBy = append(changedBy, m.id)
-			}
+		p, err := runPass(candidates, obj, t)
+		if err != nil {
+			return res, err
 		}
-		matched = max(matched, thisPass)
-		if changed && snapshot != nil && jsonEqual(snapshot, obj) {
-			changed = false
-		}
+		matched = max(matched, p.matched)
+		changed := len(p.changed) > 0 && (snapshot == nil || !jsonEqual(snapshot, obj))
 		if !changed {
-			for i, a := range applied {
-				if a {
-					res.Applied = append(res.Applied, candidates[i].id)
-				}
+			for _, i := range applied {
+				res.Applied = append(res.Applied, candidates[i].id)
 			}
 			if klog.V(5).Enabled() && res.Mutated() {
 				klog.InfoS("LocationMutator converged", "object", describe(t), "passes", pass, "applied", res.Applied)
 			}
 			return res, nil
 		}
+		applied = mergeIndexes(applied, p.changed)
 		if pass >= matched+1 {
-			names := make([]string, len(changedBy))
-			for i, id := range changedBy {
-				names[i] = id.String()
-			}
-			return res, fmt.Errorf("%w: %s still changed after %d passes, by %s", ErrNotConverging, describe(t), pass, strings.Join(names, ", "))
+			return res, notConverging(candidates, p.changed, t, pass)
 		}
 	}
+}
+
+// pass is what one run over the candidates did.
+type pass struct {
+	matched int   // how many candidates matched
+	changed []int // the candidates that changed the object, in run order
+}
+
+func runPass(candidates []*Mutator, obj map[string]any, t *match.Target) (pass, error) {
+	var p pass
+	md := Metadata{Namespace: t.Namespace, Name: t.Name}
+	for i, m := range candidates {
+		ok, err := m.matcher.Matches(t)
+		if err != nil {
+			return p, fmt.Errorf("%s: %s: %w", describe(t), m.id, err)
+		}
+		if !ok {
+			continue
+		}
+		p.matched++
+		c, err := m.Mutate(obj, md)
+		if err != nil {
+			return p, fmt.Errorf("%s: %w", describe(t), err)
+		}
+		if c {
+			p.changed = append(p.changed, i)
+		}
+	}
+	return p, nil
+}
+
+// mergeIndexes adds the sorted indexes add to the sorted set into.
+func mergeIndexes(into, add []int) []int {
+	for _, i := range add {
+		if j, found := slices.BinarySearch(into, i); !found {
+			into = slices.Insert(into, j, i)
+		}
+	}
+	return into
+}
+
+func notConverging(candidates []*Mutator, changed []int, t *match.Target, passes int) error {
+	names := make([]string, len(changed))
+	for i, c := range changed {
+		names[i] = candidates[c].id.String()
+	}
+	return fmt.Errorf("%w: %s still changed after %d passes, by %s", ErrNotConverging, describe(t), passes, strings.Join(names, ", "))
 }
 
 // describe names the object in errors: group, kind, namespace and name (or

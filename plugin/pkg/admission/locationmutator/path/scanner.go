@@ -100,23 +100,11 @@ func (s *Scanner) Next() Token {
 		return Token{Kind: EOF}
 	}
 	c := s.input[s.pos]
-	switch c {
-	case '.':
+	if k, ok := punctuation(c); ok {
 		s.pos++
-		return Token{Kind: Separator, Text: "."}
-	case '[':
-		s.pos++
-		return Token{Kind: LBracket, Text: "["}
-	case ']':
-		s.pos++
-		return Token{Kind: RBracket, Text: "]"}
-	case '*':
-		s.pos++
-		return Token{Kind: Glob, Text: "*"}
-	case ':':
-		s.pos++
-		return Token{Kind: Colon, Text: ":"}
-	case '"', '\'':
+		return Token{Kind: k, Text: s.input[s.pos-1 : s.pos]}
+	}
+	if c == '"' || c == '\'' {
 		return s.quoted(c)
 	}
 	if isDigit(rune(c)) {
@@ -138,6 +126,23 @@ func (s *Scanner) Next() Token {
 	r, size := utf8.DecodeRuneInString(s.input[s.pos:])
 	s.pos += size
 	return Token{Kind: Error, Text: fmt.Sprintf("invalid character %q", r)}
+}
+
+// punctuation returns the kind of a one-character token.
+func punctuation(c byte) (Kind, bool) {
+	switch c {
+	case '.':
+		return Separator, true
+	case '[':
+		return LBracket, true
+	case ']':
+		return RBracket, true
+	case '*':
+		return Glob, true
+	case ':':
+		return Colon, true
+	}
+	return Error, false
 }
 
 // quoted reads a string opened by quote. A backslash takes the next character
