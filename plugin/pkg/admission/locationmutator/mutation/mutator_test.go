@@ -1,7 +1,6 @@
 package mutation
 
 import (
-	"strings"
 	"testing"
 )
 
