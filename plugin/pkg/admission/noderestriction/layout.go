@@ -250,21 +250,23 @@ type shapeEntry[S any] struct {
 // read returns the address of obj's struct and its shape, or the
 // "unexpected type" error a rule returns for an object it cannot read.
 func (c *shapeCache[S]) read(obj runtime.Object, o admission.ObjectInterfaces) (unsafe.Pointer, *S, error) {
-	if isNilObject(obj) {
-		return nil, nil, unexpectedType(obj, nil)
-	}
 	var typer runtime.ObjectTyper
 	if o != nil {
 		typer = o.GetObjectTyper()
 	}
-	if typer == nil {
-		return nil, nil, unexpectedType(obj, fmt.Errorf("no object typer to tell whether it is a %v", c.kind))
-	}
 	t := reflect.TypeOf(obj)
 	// A stored typer is of a comparable type, so == cannot panic: equal
 	// dynamic types are then comparable, and unequal ones compare false.
-	if e := c.last.Load(); e != nil && e.ptrType == t && e.typer != nil && e.typer == typer {
-		return reflect.ValueOf(obj).UnsafePointer(), e.shape, nil
+	if e := c.last.Load(); e != nil && e.ptrType == t && e.typer == typer {
+		if p := reflect.ValueOf(obj).UnsafePointer(); p != nil {
+			return p, e.shape, nil
+		}
+	}
+	if isNilObject(obj) {
+		return nil, nil, unexpectedType(obj, nil)
+	}
+	if typer == nil {
+		return nil, nil, unexpectedType(obj, fmt.Errorf("no object typer to tell whether it is a %v", c.kind))
 	}
 	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return nil, nil, unexpectedType(obj, nil)
@@ -293,6 +295,26 @@ func (c *shapeCache[S]) read(obj runtime.Object, o admission.ObjectInterfaces) (
 		c.last.Store(e)
 	}
 	return reflect.ValueOf(obj).UnsafePointer(), e.shape, nil
+}
+
+// readSecond reads the second object of a request whose first, known, was
+// read with shape: an object of the same Go type has the same shape and
+// kind, so only its address is needed.
+func (c *shapeCache[S]) readSecond(obj, known runtime.Object, shape *S, o admission.ObjectInterfaces) (unsafe.Pointer, error) {
+	if reflect.TypeOf(obj) == reflect.TypeOf(known) {
+		if p := reflect.ValueOf(obj).UnsafePointer(); p != nil {
+			return p, nil
+		}
+		return nil, unexpectedType(obj, nil)
+	}
+	p, s, err := c.read(obj, o)
+	if err != nil {
+		return nil, err
+	}
+	if s != shape {
+		return nil, unexpectedType(obj, fmt.Errorf("not of the Go type of %T", known))
+	}
+	return p, nil
 }
 
 // structure resolves (once) the shape of the struct *t points to.

@@ -17,8 +17,10 @@ limitations under the License.
 package noderestriction
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
+	"slices"
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -120,10 +122,17 @@ type sourceOffset struct {
 
 type volumeShape struct {
 	name    path
-	present uint32           // bit per source the type has
-	offsets []sourceOffset   // of the sources the type has
-	secret  [numSources]path // name of the secret a source names, see secretSources
-	cmName  path             // ConfigMap.Name
+	present uint32         // bit per source the type has
+	offsets []sourceOffset // of the sources the type has
+
+	// When the sources are consecutive pointer words (a struct of only
+	// source pointers, as both kinds of VolumeSource are), they are read
+	// as one array: wordsAt is the first word's offset, wordBits the
+	// source bit of each word.
+	wordsAt  uintptr
+	wordBits []uint32
+	secret   [numSources]path // name of the secret a source names, see secretSources
+	cmName   path             // ConfigMap.Name
 
 	projections path // Projected.Sources
 	projection  projectionShape
@@ -193,6 +202,7 @@ func buildMirrorPodShape(r *resolver, t reflect.Type) *mirrorPodShape {
 			v.offsets = append(v.offsets, sourceOffset{off: f.off, bit: 1 << i})
 		}
 	}
+	v.wordsAt, v.wordBits = consecutiveWords(v.offsets)
 	for _, ss := range secretSources {
 		if v.present&(1<<ss.src) != 0 && ss.name != nil {
 			v.secret[ss.src] = r.field(vt, reflect.String, append([]string{sourceNames[ss.src]}, ss.name...)...)
@@ -247,8 +257,38 @@ func buildContainerShape(r *resolver, ct reflect.Type) containerShape {
 	return c
 }
 
+// consecutiveWords returns the first offset and the bit of each word when
+// the offsets, sorted, cover consecutive pointer-sized words; nil bits
+// otherwise.
+func consecutiveWords(offsets []sourceOffset) (uintptr, []uint32) {
+	if len(offsets) == 0 {
+		return 0, nil
+	}
+	sorted := slices.Clone(offsets)
+	slices.SortFunc(sorted, func(a, b sourceOffset) int { return cmp.Compare(a.off, b.off) })
+	const word = unsafe.Sizeof(unsafe.Pointer(nil))
+	bits := make([]uint32, len(sorted))
+	for i, s := range sorted {
+		if s.off != sorted[0].off+uintptr(i)*word {
+			return 0, nil
+		}
+		bits[i] = s.bit
+	}
+	return sorted[0].off, bits
+}
+
 // sourcesSet returns a bit per source the volume at v sets.
 func (v *volumeShape) sourcesSet(vol unsafe.Pointer) uint32 {
+	if v.wordBits != nil {
+		words := unsafe.Slice((*unsafe.Pointer)(unsafe.Add(vol, v.wordsAt)), len(v.wordBits))
+		var set uint32
+		for i, w := range words {
+			if w != nil {
+				set |= v.wordBits[i]
+			}
+		}
+		return set
+	}
 	// Some thirty loads per volume: each source is a pointer at a fixed
 	// offset of the volume itself (checked when the shape was built).
 	var set uint32

@@ -94,12 +94,9 @@ func (p *Plugin) validateNode(nodeName string, a admission.Attributes, o admissi
 			if err != nil {
 				return admission.NewForbidden(a, err)
 			}
-			old, oldShape, err := nodeShapes.read(oldObj, o)
+			old, err := nodeShapes.readSecond(oldObj, obj, shape, o)
 			if err != nil {
 				return admission.NewForbidden(a, err)
-			}
-			if oldShape != shape {
-				return admission.NewForbidden(a, unexpectedType(oldObj, fmt.Errorf("not of the type of the new object, %T", obj)))
 			}
 			// Semantic equality, as upstream, on the internal values;
 			// a configSource is rare, so its reflection rarely runs.

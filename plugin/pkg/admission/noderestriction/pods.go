@@ -167,13 +167,9 @@ func (p *Plugin) validatePodStatus(nodeName string, a admission.Attributes, o ad
 	if shape.nodeName.str(oldP) != nodeName {
 		return admission.NewForbidden(a, fmt.Errorf("node %q can only update pod status for pods with spec.nodeName set to itself", nodeName))
 	}
-	newP, newShape, err := podStatusShapes.read(newObj, o)
+	newP, err := podStatusShapes.readSecond(newObj, oldObj, shape, o)
 	if err != nil {
 		return admission.NewForbidden(a, err)
-	}
-	if newShape != shape {
-		// Two internal types for one kind: compare through v1.
-		return p.validateConvertedPodStatus(nodeName, a, o)
 	}
 	oldMeta, err := meta.Accessor(oldObj)
 	if err != nil {
