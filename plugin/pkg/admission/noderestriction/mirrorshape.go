@@ -31,6 +31,7 @@ import (
 // reader, in the same order and with the same answers. A whole-pod
 // conversion here would cost more than ten times upstream's check.
 type mirrorPodShape struct {
+	meta                                  path // ObjectMeta
 	nodeName, serviceAccountName          path
 	imagePullSecrets, pullSecretName      path
 	initContainers, containers, ephemeral path
@@ -170,6 +171,7 @@ var mirrorPodShapes = &shapeCache[mirrorPodShape]{
 
 func buildMirrorPodShape(r *resolver, t reflect.Type) *mirrorPodShape {
 	s := &mirrorPodShape{
+		meta:               objectMeta(r, t),
 		nodeName:           r.field(t, reflect.String, "Spec", "NodeName"),
 		serviceAccountName: r.field(t, reflect.String, "Spec", "ServiceAccountName"),
 		imagePullSecrets:   r.field(t, reflect.Slice, "Spec", "ImagePullSecrets"),

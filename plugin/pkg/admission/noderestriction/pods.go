@@ -25,8 +25,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -72,27 +72,25 @@ func (p *Plugin) validateMirrorPodCreate(nodeName string, a admission.Attributes
 	var internal unsafe.Pointer
 	var shape *mirrorPodShape
 	var specNodeName string
+	var podMeta *metav1.ObjectMeta
 	if versionedPod && pod != nil {
-		specNodeName = pod.Spec.NodeName
+		specNodeName, podMeta = pod.Spec.NodeName, &pod.ObjectMeta
 	} else {
 		var err error
 		if internal, shape, err = mirrorPodShapes.read(obj, o); err != nil {
 			return admission.NewForbidden(a, err)
 		}
 		specNodeName = shape.nodeName.str(internal)
+		// Both kinds of pod embed metav1.ObjectMeta.
+		podMeta = typedAt[metav1.ObjectMeta](&shape.meta, internal)
 	}
-	// Both kinds of pod embed metav1.ObjectMeta.
-	podMeta, err := meta.Accessor(obj)
-	if err != nil {
-		return admission.NewForbidden(a, unexpectedType(obj, err))
-	}
-	if _, mirror := podMeta.GetAnnotations()[corev1.MirrorPodAnnotationKey]; !mirror {
+	if _, mirror := podMeta.Annotations[corev1.MirrorPodAnnotationKey]; !mirror {
 		return admission.NewForbidden(a, fmt.Errorf("pod does not have %q annotation, node %q can only create mirror pods", corev1.MirrorPodAnnotationKey, nodeName))
 	}
 	if specNodeName != nodeName {
 		return admission.NewForbidden(a, fmt.Errorf("node %q can only create pods with spec.nodeName set to itself", nodeName))
 	}
-	owners := podMeta.GetOwnerReferences()
+	owners := podMeta.OwnerReferences
 	switch len(owners) {
 	case 0:
 		return admission.NewForbidden(a, fmt.Errorf("node %q can only create pods with an owner reference set to itself", nodeName))
@@ -171,15 +169,9 @@ func (p *Plugin) validatePodStatus(nodeName string, a admission.Attributes, o ad
 	if err != nil {
 		return admission.NewForbidden(a, err)
 	}
-	oldMeta, err := meta.Accessor(oldObj)
-	if err != nil {
-		return admission.NewForbidden(a, unexpectedType(oldObj, err))
-	}
-	newMeta, err := meta.Accessor(newObj)
-	if err != nil {
-		return admission.NewForbidden(a, unexpectedType(newObj, err))
-	}
-	if !labels.Equals(oldMeta.GetLabels(), newMeta.GetLabels()) {
+	// Both pods embed metav1.ObjectMeta.
+	oldMeta, newMeta := typedAt[metav1.ObjectMeta](&shape.meta, oldP), typedAt[metav1.ObjectMeta](&shape.meta, newP)
+	if !labels.Equals(oldMeta.Labels, newMeta.Labels) {
 		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update labels through pod status", nodeName))
 	}
 	if !semanticSliceEqual(&shape.claimStatuses, oldP, newP) {
