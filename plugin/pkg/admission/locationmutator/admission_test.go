@@ -3,10 +3,13 @@ package locationmutator
 import (
 	"context"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -224,5 +227,62 @@ spec:
 				t.Fatalf("labels %v, want ns set to the empty namespace", ns.Labels)
 			}
 		})
+	}
+}
+
+// Manifests in Gatekeeper's own shapes load from a file unchanged and do
+// what Gatekeeper does with them, including a sidecar Assign and an
+// AssignImage that both touch the sidecar (they settle, the image wins).
+func TestGatekeeperShapedManifests(t *testing.T) {
+	abs, err := filepath.Abs("testdata/gatekeeper-shapes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newTestPlugin(t, "apiVersion: locationmutator.admission.admitkit.io/v1alpha1\nkind: Configuration\nmutatorFiles: ["+abs+"]\n")
+	if p.System().Len() != 10 {
+		t.Fatalf("%d mutators loaded", p.System().Len())
+	}
+	pod := threeContainerPod()
+	pod.Name, pod.Namespace = "web-1", "shop"
+	pod.Spec.Containers[0].Args = []string{"--alsologtostderr", "-v=2"}
+	a := record(attrs(pod, podGVK, podGVR, "shop", "web-1", admission.Create, ""))
+	if err := admissiontesting.WithReinvocationTesting(t, p).Admit(context.Background(), a, admission.NewObjectInterfacesFromScheme(testScheme(t))); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Annotations["owner"] != "admin" || pod.Labels["namespace"] != "shop" || pod.Labels["owner"] != "" {
+		t.Errorf("metadata %v %v", pod.Annotations, pod.Labels)
+	}
+	app, proxy := pod.Spec.Containers[0], pod.Spec.Containers[1]
+	if app.SecurityContext == nil || app.SecurityContext.Privileged == nil || *app.SecurityContext.Privileged {
+		t.Errorf("app securityContext %+v", app.SecurityContext)
+	}
+	if len(app.Args) != 1 || app.Args[0] != "-v=2" {
+		t.Errorf("app args %v", app.Args)
+	}
+	if len(app.Env) != 1 || app.Env[0].Name != "CREATED_AT" {
+		t.Errorf("app env %v", app.Env)
+	}
+	if proxy.Image != "mirror.example.com/proxy@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" || proxy.ImagePullPolicy != corev1.PullAlways {
+		t.Errorf("proxy %+v", proxy)
+	}
+	if pod.Spec.DNSConfig == nil || len(pod.Spec.DNSConfig.Nameservers) != 1 {
+		t.Errorf("dnsConfig %+v", pod.Spec.DNSConfig)
+	}
+	// On UPDATE the whole-element Assign replaces the sidecar again and
+	// drops the env the CREATE-only mutator gave it, as in Gatekeeper;
+	// from then on the pod is a fixed point.
+	o := admission.NewObjectInterfacesFromScheme(testScheme(t))
+	if err := p.Admit(context.Background(), attrs(pod, podGVK, podGVR, "shop", "web-1", admission.Update, ""), o); err != nil {
+		t.Fatal(err)
+	}
+	if env := pod.Spec.Containers[1].Env; len(env) != 0 {
+		t.Errorf("proxy env %v after UPDATE", env)
+	}
+	before := pod.DeepCopy()
+	if err := p.Admit(context.Background(), attrs(pod, podGVK, podGVR, "shop", "web-1", admission.Update, ""), o); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(before, pod) {
+		t.Errorf("a pod at its fixed point changed on UPDATE: %s", cmp.Diff(before, pod))
 	}
 }
