@@ -297,3 +297,28 @@ spec:
 	}
 	equalYAML(t, o, `spec: {args: [a]}`)
 }
+
+// Every valid set of parts must settle after one application on any
+// image, however odd: the validation exists for exactly this.
+func TestAssignImageConverges(t *testing.T) {
+	images := []string{"", "nginx", "nginx:1", "library/nginx", "a.io/x", "a.io:5000/x/y:tag", "localhost/x", "localhost:5000/x@sha256:00",
+		"x:1/y", "user@host.io/x", ":v1", "@sha256:ff", "a.io/", "a/b/c:d@e", "UPPER/Case:Tag", "a..b/c", "/x", "a.b"}
+	domains := []string{"", "mirror.io", "localhost", "localhost:5000", "a.b.c:443", "my_reg.example-1.io"}
+	paths := []string{"", "app", "lib/app", "a.b", "a-b/c__d/e.f"}
+	tags := []string{"", ":v1", ":latest", "@sha256:0123456789abcdef0123456789abcdef"}
+	for _, d := range domains {
+		for _, p := range paths {
+			for _, tag := range tags {
+				if validateImageParts(d, p, tag) != "" {
+					continue
+				}
+				for _, img := range images {
+					once := assignImage(img, d, p, tag)
+					if twice := assignImage(once, d, p, tag); twice != once {
+						t.Errorf("domain %q path %q tag %q on %q: %q then %q", d, p, tag, img, once, twice)
+					}
+				}
+			}
+		}
+	}
+}

@@ -236,3 +236,28 @@ func TestHasPrefix(t *testing.T) {
 		})
 	}
 }
+
+// Only the first problem is reported, and only its sentinel matches.
+func TestFirstErrorOnly(t *testing.T) {
+	sentinels := []error{ErrUnexpectedToken, ErrTrailingSeparator, ErrInvalidInteger}
+	tests := []struct {
+		input string
+		want  error
+	}{
+		{".spec[x: 99999999999999999999]", ErrUnexpectedToken},
+		{"spec[x: 99999999999999999999].", ErrInvalidInteger},
+		{"spec[x: 1]..", ErrUnexpectedToken},
+		{"a.", ErrTrailingSeparator},
+		{"a[b: *]'unterminated", ErrUnexpectedToken},
+	}
+	for _, tc := range tests {
+		t.Run(tc.input, func(t *testing.T) {
+			_, err := Parse(tc.input)
+			for _, s := range sentinels {
+				if errors.Is(err, s) != (s == tc.want) {
+					t.Fatalf("Parse(%q) = %v: errors.Is(%v) = %v", tc.input, err, s, errors.Is(err, s))
+				}
+			}
+		})
+	}
+}
