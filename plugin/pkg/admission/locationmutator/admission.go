@@ -244,7 +244,7 @@ func (p *Plugin) record(a admission.Attributes, res mutation.Result) {
 	}
 	value := appliedList(res)
 	if err := a.AddAnnotation(AnnotationKey, value); err != nil {
-		klog.V(4).InfoS("LocationMutator could not record its audit annotation", "err", err)
+		klog.V(4).ErrorS(err, "LocationMutator could not record its audit annotation")
 	}
 	if klog.V(4).Enabled() {
 		klog.V(4).InfoS("LocationMutator mutated an object", "kind", a.GetKind(), "namespace", a.GetNamespace(), "name", a.GetName(), "operation", a.GetOperation(), "mutators", value, "passes", res.Passes)

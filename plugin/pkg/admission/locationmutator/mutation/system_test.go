@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 )
 
 func mustSystem(t testing.TB, ms ...*Mutator) *System {
@@ -293,5 +295,21 @@ func TestLabelMap(t *testing.T) {
 	}
 	if v, ok := l.Lookup("a"); !ok || v != "b" {
 		t.Fatal("Lookup")
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	tests := []struct {
+		target match.Target
+		want   string
+	}{
+		{match.Target{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "shop", Name: "web"}, "Deployment.apps shop/web"},
+		{match.Target{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Namespace: "shop", GenerateName: "web-"}, "Pod shop/web-*"},
+		{match.Target{GVK: schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}, Name: "admin"}, "ClusterRole.rbac.authorization.k8s.io admin"},
+	}
+	for _, tc := range tests {
+		if got := describe(&tc.target); got != tc.want {
+			t.Errorf("describe = %q, want %q", got, tc.want)
+		}
 	}
 }

@@ -166,6 +166,8 @@ spec:
     kinds: [{apiGroups: ["*"], kinds: ["Pod"]}]
 `,
 	}
+	// The longest name Gatekeeper takes.
+	docs = append(docs, "apiVersion: mutations.gatekeeper.sh/v1\nkind: AssignMetadata\nmetadata: {name: "+strings.Repeat("n", MaxNameLength)+"}\nspec:\n  location: metadata.labels.x\n  parameters: {assign: {value: x}}\n")
 	for _, d := range docs {
 		if _, err := Decode([]byte(d)); err != nil {
 			t.Errorf("Decode: %v", err)
