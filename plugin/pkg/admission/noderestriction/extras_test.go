@@ -167,7 +167,7 @@ func TestConfiguredAllowances(t *testing.T) {
 	register := func(name string, config *v1alpha1.Configuration, obj *corev1.Node, err string) admitCase {
 		return admitCase{name: name, config: config, err: err, attrs: request(obj, nil, kindNode, gvrNodes, "", "mynode", "", admission.Create, userMyNode)}
 	}
-	runCases(t, []admitCase{
+	cases := []admitCase{
 		update("listed label added", cfg, node(map[string]string{"node-role.kubernetes.io/worker": ""}), node(nil), ""),
 		update("listed label removed", cfg, node(nil), node(map[string]string{"node-role.kubernetes.io/worker": ""}), ""),
 		update("listed label without configuration", nil, node(map[string]string{"node-role.kubernetes.io/worker": ""}), node(nil),
@@ -189,6 +189,12 @@ func TestConfiguredAllowances(t *testing.T) {
 		update("other taint removed", cfg, node(nil, maint), node(nil, maint, other), "is not allowed to modify taints"),
 		update("other taint changed next to a listed one", cfg, node(nil, maint, corev1.Taint{Key: "dedicated", Value: "cpu", Effect: corev1.TaintEffectNoSchedule}), node(nil, other),
 			"is not allowed to modify taints"),
+	}
+	runCases(t, cases)
+	t.Run("internal", func(t *testing.T) {
+		if n := replayOnInternal(t, cases); n != len(cases) {
+			t.Errorf("replayed %d of %d cases on internal nodes", n, len(cases))
+		}
 	})
 
 	if _, err := NewPlugin(NewDefaultNodeIdentifier(), &v1alpha1.Configuration{TypeMeta: cfg.TypeMeta, AllowedLabelPrefixes: []string{"node-restriction.kubernetes.io"}}); err == nil ||

@@ -17,8 +17,10 @@ limitations under the License.
 package noderestriction
 
 import (
+	"strings"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -26,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 )
 
@@ -150,4 +153,153 @@ func TestInternalObjects(t *testing.T) {
 		{name: "internal object the scheme cannot convert", objects: objects, err: "unexpected type *noderestriction.internalLease",
 			attrs: request(lease("mynode"), lease("mynode"), kindNode, gvrNodes, "", "mynode", "", admission.Update, userMyNode)},
 	})
+}
+
+// Stand-ins written out field by field, in another order than k8s.io/api's,
+// with the internal types' field names: reading them proves the layout
+// reader goes by name, not by the versioned layout.
+type (
+	reorderedTaint struct {
+		TimeAdded *metav1.Time
+		Effect    reorderedTaintEffect
+		Value     string
+		Key       string
+	}
+	reorderedTaintEffect string
+	reorderedNodeSpec    struct {
+		Unschedulable bool
+		Taints        []reorderedTaint
+		ConfigSource  *corev1.NodeConfigSource
+		PodCIDR       string
+	}
+	reorderedNode struct {
+		Spec reorderedNodeSpec
+		metav1.TypeMeta
+		metav1.ObjectMeta
+	}
+
+	reorderedBoundObjectReference struct {
+		UID        types.UID
+		Name       string
+		APIVersion string
+		Kind       string
+	}
+	reorderedTokenRequestSpec struct {
+		ExpirationSeconds int64
+		BoundObjectRef    *reorderedBoundObjectReference
+		Audiences         []string
+	}
+	reorderedTokenRequest struct {
+		metav1.TypeMeta
+		Spec reorderedTokenRequestSpec
+		metav1.ObjectMeta
+	}
+)
+
+// DeepCopyObject copies what the plugin reads; the stand-ins are never
+// mutated, so sharing the rest is harmless.
+func (n *reorderedNode) DeepCopyObject() runtime.Object { c := *n; return &c }
+
+func (tr *reorderedTokenRequest) DeepCopyObject() runtime.Object { c := *tr; return &c }
+
+func toReorderedNode(n *corev1.Node) *reorderedNode {
+	if n == nil {
+		return nil
+	}
+	r := &reorderedNode{ObjectMeta: *n.ObjectMeta.DeepCopy(), Spec: reorderedNodeSpec{
+		Unschedulable: n.Spec.Unschedulable, ConfigSource: n.Spec.ConfigSource.DeepCopy(), PodCIDR: n.Spec.PodCIDR,
+	}}
+	for _, t := range n.Spec.Taints {
+		r.Spec.Taints = append(r.Spec.Taints, reorderedTaint{TimeAdded: t.TimeAdded, Effect: reorderedTaintEffect(t.Effect), Value: t.Value, Key: t.Key})
+	}
+	return r
+}
+
+func toReorderedTokenRequest(tr *authenticationv1.TokenRequest) *reorderedTokenRequest {
+	if tr == nil {
+		return nil
+	}
+	r := &reorderedTokenRequest{ObjectMeta: *tr.ObjectMeta.DeepCopy(), Spec: reorderedTokenRequestSpec{Audiences: tr.Spec.Audiences}}
+	if ref := tr.Spec.BoundObjectRef; ref != nil {
+		r.Spec.BoundObjectRef = &reorderedBoundObjectReference{UID: ref.UID, Name: ref.Name, APIVersion: ref.APIVersion, Kind: ref.Kind}
+	}
+	if tr.Spec.ExpirationSeconds != nil {
+		r.Spec.ExpirationSeconds = *tr.Spec.ExpirationSeconds
+	}
+	return r
+}
+
+// readerScheme registers the stand-ins the layout reader serves, and no
+// conversions: a rule that still converted them would fail.
+func readerScheme(t testing.TB) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, authenticationv1.AddToScheme, policyv1.AddToScheme, coordinationv1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.AddKnownTypeWithName(schema.GroupVersionKind{Version: runtime.APIVersionInternal, Kind: "Pod"}, &internalPod{})
+	s.AddKnownTypeWithName(schema.GroupVersionKind{Version: runtime.APIVersionInternal, Kind: "Node"}, &reorderedNode{})
+	s.AddKnownTypeWithName(schema.GroupVersionKind{Group: "authentication.k8s.io", Version: runtime.APIVersionInternal, Kind: "TokenRequest"}, &reorderedTokenRequest{})
+	return s
+}
+
+// asReaderInternal turns a versioned pod, node or token request into its
+// stand-in, keeping typed nils typed; anything else is left alone.
+func asReaderInternal(obj runtime.Object) (runtime.Object, bool) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		if o == nil {
+			return (*internalPod)(nil), true
+		}
+		c := internalPod(*o.DeepCopy())
+		return &c, true
+	case *corev1.Node:
+		return toReorderedNode(o), true
+	case *authenticationv1.TokenRequest:
+		return toReorderedTokenRequest(o), true
+	}
+	return obj, false
+}
+
+// TestInternalMatchesVersioned replays every pod, node and token request
+// case of the versioned suites on internal stand-ins: each rule read through
+// the layout reader must decide exactly as on k8s.io/api objects.
+func TestInternalMatchesVersioned(t *testing.T) {
+	replayed := 0
+	for _, group := range []struct {
+		name  string
+		cases []admitCase
+	}{{"pods", podCases(t)}, {"nodes", nodeCases(t)}, {"tokens", tokenCases(t)}} {
+		t.Run(group.name, func(t *testing.T) { replayed += replayOnInternal(t, group.cases) })
+	}
+	if replayed < 90 {
+		t.Errorf("only %d cases replayed on internal objects", replayed)
+	}
+}
+
+// replayOnInternal runs the cases whose objects have a stand-in with the
+// stand-ins instead, and says how many it ran.
+func replayOnInternal(t *testing.T, cases []admitCase) int {
+	t.Helper()
+	objects := admission.NewObjectInterfacesFromScheme(readerScheme(t))
+	replayed := 0
+	for _, c := range cases {
+		if strings.Contains(c.err, "unexpected type") {
+			continue // names the versioned type
+		}
+		obj, newChanged := asReaderInternal(c.attrs.GetObject())
+		old, oldChanged := asReaderInternal(c.attrs.GetOldObject())
+		if !newChanged && !oldChanged {
+			continue
+		}
+		a := c.attrs
+		c.attrs = admission.NewAttributesRecord(obj, old, a.GetKind(), a.GetNamespace(), a.GetName(), a.GetResource(),
+			a.GetSubresource(), a.GetOperation(), a.GetOperationOptions(), a.IsDryRun(), a.GetUserInfo())
+		c.objects = objects
+		c.run(t)
+		replayed++
+	}
+	return replayed
 }
