@@ -5,6 +5,7 @@
 package admitkit
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	settingsclient "github.com/admitkit/admitkit/generated/clientset/versioned"
@@ -41,7 +43,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer logFile.Close()
-	klog.LogToStderr(false)
+	// Without a lowered threshold klog would still copy errors to stderr.
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	_ = klogFlags.Set("logtostderr", "false")
+	_ = klogFlags.Set("alsologtostderr", "false")
+	_ = klogFlags.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(logFile)
 
 	registered = apiserver.AdmitkitPlugins()
@@ -55,8 +62,16 @@ func run(m *testing.M) int {
 		return 1
 	}
 	server = srv
+	ctx, stopControllers := context.WithCancel(context.Background())
+	defer stopControllers()
+	if err := framework.RunWorkloadControllers(ctx, srv.AdminConfig()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 
 	code := m.Run()
+	// The controllers' watches would hold the server's graceful shutdown.
+	stopControllers()
 	if err := srv.Cleanup(); err != nil {
 		fmt.Fprintf(os.Stderr, "stopping kube-apiserver: %v\n", err)
 	}
@@ -68,13 +83,96 @@ func run(m *testing.M) int {
 	return code
 }
 
-// serverConfig is the one server of this package: two nodes, and the
-// LocationMutator configuration of locationmutator_test.go.
+// serverConfig is the one server of this package: two nodes, the
+// NodeRestriction allowances of noderestriction_test.go and the mutators of
+// locationmutator_test.go, scoped to namespaces named lm-* so that they
+// leave the other tests' objects alone.
 func serverConfig() framework.Config {
 	return framework.Config{
-		Nodes: []string{"node-1", "node-2"},
+		Nodes:           []string{"node-1", "node-2"},
+		AdmissionConfig: admissionConfig,
+		Files:           map[string]string{"mutators.yaml": mutatorFile},
 	}
 }
+
+const admissionConfig = `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: NodeRestriction
+  configuration:
+    apiVersion: noderestriction.admission.admitkit.io/v1alpha1
+    kind: Configuration
+    allowedLabels: ["node-role.kubernetes.io/worker"]
+    allowedLabelPrefixes: ["partner.kubernetes.io"]
+    allowedTaintKeys: ["example.com/maintenance"]
+- name: LocationMutator
+  configuration:
+    apiVersion: locationmutator.admission.admitkit.io/v1alpha1
+    kind: Configuration
+    mutators:
+    - apiVersion: mutations.gatekeeper.sh/v1
+      kind: Assign
+      metadata: {name: lm-always-pull}
+      spec:
+        applyTo: [{groups: [""], kinds: [Pod], versions: [v1]}]
+        match:
+          scope: Namespaced
+          namespaces: ["lm-*"]
+        location: "spec.containers[name:*].imagePullPolicy"
+        parameters:
+          assign: {value: Always}
+    - apiVersion: mutations.gatekeeper.sh/v1
+      kind: Assign
+      metadata: {name: lm-always-pull-init}
+      spec:
+        applyTo: [{groups: [""], kinds: [Pod], versions: [v1]}]
+        match:
+          scope: Namespaced
+          namespaces: ["lm-*"]
+        location: "spec.initContainers[name:*].imagePullPolicy"
+        parameters:
+          assign: {value: Always}
+    - apiVersion: mutations.gatekeeper.sh/v1
+      kind: Assign
+      metadata: {name: lm-widget-size}
+      spec:
+        applyTo: [{groups: [example.com], kinds: [Widget], versions: [v1]}]
+        match:
+          namespaces: ["lm-*"]
+        location: "spec.size"
+        parameters:
+          pathTests: [{subPath: spec.size, condition: MustNotExist}]
+          assign: {value: 3}
+    - apiVersion: mutations.gatekeeper.sh/v1
+      kind: Assign
+      metadata: {name: lm-string-port}
+      spec:
+        applyTo: [{groups: [""], kinds: [Pod], versions: [v1]}]
+        match:
+          namespaces: ["lm-reject"]
+        location: 'spec.containers[name: proxy].ports[containerPort: "9090"].protocol'
+        parameters:
+          assign: {value: TCP}
+    mutatorFiles: ["$DATA_DIR/mutators.yaml"]
+`
+
+// mutatorFile holds a Gatekeeper manifest as Gatekeeper users write it.
+const mutatorFile = `apiVersion: mutations.gatekeeper.sh/v1
+kind: AssignMetadata
+metadata:
+  name: lm-namespace-label
+spec:
+  match:
+    scope: Cluster
+    kinds:
+    - apiGroups: [""]
+      kinds: ["Namespace"]
+    name: "lm-*"
+  location: "metadata.labels.admitkit-mutated"
+  parameters:
+    assign:
+      value: "true"
+`
 
 func requirePlugin(t *testing.T, name string) {
 	t.Helper()
@@ -94,7 +192,12 @@ func kubeClient(t *testing.T) kubernetes.Interface {
 
 func settingsClient(t *testing.T) settingsclient.Interface {
 	t.Helper()
-	c, err := settingsclient.NewForConfig(server.AdminConfig())
+	return settingsClientFor(t, server.AdminConfig())
+}
+
+func settingsClientFor(t *testing.T, cfg *rest.Config) settingsclient.Interface {
+	t.Helper()
+	c, err := settingsclient.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,14 +21,29 @@ import (
 	settingsapply "github.com/admitkit/admitkit/generated/applyconfiguration/settings/v1alpha1"
 )
 
-func createNamespace(t *testing.T, name string, labels map[string]string) {
+// createNamespace creates a namespace with its default service account,
+// which kube-controller-manager (not running here) would otherwise create
+// and the ServiceAccount admission plugin requires.
+func createNamespace(t *testing.T, name string, labels map[string]string) *corev1.Namespace {
 	t.Helper()
-	_, err := kubeClient(t).CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{
+	ctx := context.Background()
+	client := kubeClient(t)
+	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	if apierrors.IsAlreadyExists(err) {
+		ns, err = client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	}
+	if err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
+	_, err = client.CoreV1().ServiceAccounts(name).Create(ctx, &corev1.ServiceAccount{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating service account %s/default: %v", name, err)
+	}
+	return ns
 }
 
 func podPreset(name string, selector map[string]string, env ...corev1.EnvVar) *settingsv1alpha1.PodPreset {

@@ -38,7 +38,8 @@ type Config struct {
 	// Nodes get identities system:node:<name> in group system:nodes.
 	Nodes []string
 	// AdmissionConfig, when set, is written to a file and passed as
-	// --admission-control-config-file.
+	// --admission-control-config-file. $DATA_DIR in it becomes the data
+	// directory, for paths to Files.
 	AdmissionConfig string
 	// Files are written into the data directory before start, by name
 	// relative to it (for mutator files an admission config names).
@@ -86,7 +87,7 @@ func StartIn(dir string, cfg Config) (*Server, error) {
 		files[name] = content
 	}
 	if cfg.AdmissionConfig != "" {
-		files["admission-config.yaml"] = cfg.AdmissionConfig
+		files["admission-config.yaml"] = strings.ReplaceAll(cfg.AdmissionConfig, "$DATA_DIR", dir)
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {

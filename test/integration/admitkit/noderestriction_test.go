@@ -1,0 +1,287 @@
+package admitkit
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+func nodeClient(t *testing.T, node string) kubernetes.Interface {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(server.NodeConfig(node))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// expectForbidden fails unless err is a 403 whose message has every want.
+func expectForbidden(t *testing.T, what string, err error, want ...string) {
+	t.Helper()
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("%s: %v, want Forbidden", what, err)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: %q does not say %q", what, err, w)
+		}
+	}
+}
+
+// registerNode has node create its own Node object (as a kubelet does),
+// once, and returns it.
+func registerNode(t *testing.T, node string) *corev1.Node {
+	t.Helper()
+	ctx := context.Background()
+	client := nodeClient(t, node)
+	n, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name:   node,
+		Labels: map[string]string{"kubernetes.io/hostname": node, "topology.kubernetes.io/zone": "z1"},
+	}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		n, err = kubeClient(t).CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	}
+	if err != nil {
+		t.Fatalf("%s registering itself: %v", node, err)
+	}
+	return n
+}
+
+func TestNodeRegistration(t *testing.T) {
+	requirePlugin(t, "NodeRestriction")
+	ctx := context.Background()
+	registerNode(t, "node-1")
+	client := nodeClient(t, "node-1")
+
+	_, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-9"}}, metav1.CreateOptions{})
+	expectForbidden(t, "node-1 creating node-9", err, `node "node-1" is not allowed to modify node "node-9"`)
+
+	// Registering with a label in node-restriction.kubernetes.io is refused
+	// (node-2 tries, so that node-1's registration above is not in the way).
+	_, err = nodeClient(t, "node-2").CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name:   "node-2",
+		Labels: map[string]string{"node-restriction.kubernetes.io/trusted": "yes"},
+	}}, metav1.CreateOptions{})
+	expectForbidden(t, "node-2 registering with a node-restriction label", err, "node-restriction.kubernetes.io/trusted")
+}
+
+func TestNodeSelfLabelling(t *testing.T) {
+	requirePlugin(t, "NodeRestriction")
+	registerNode(t, "node-1")
+	nodes := nodeClient(t, "node-1").CoreV1().Nodes()
+	label := func(key, value string) error {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, value)
+		_, err := nodes.Patch(context.Background(), "node-1", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}
+	for _, key := range []string{
+		"example.com/rack",               // outside kubernetes.io: always the node's own
+		"topology.kubernetes.io/region",  // a kubelet label
+		"node-role.kubernetes.io/worker", // allowedLabels
+		"partner.kubernetes.io/gpu",      // allowedLabelPrefixes
+	} {
+		if err := label(key, "x"); err != nil {
+			t.Errorf("node-1 setting its label %s: %v", key, err)
+		}
+	}
+	for _, key := range []string{
+		"node-restriction.kubernetes.io/trusted",
+		"node-role.kubernetes.io/control-plane",
+		"sub.partner.kubernetes.io/gpu", // a prefix allows only itself, not subdomains
+	} {
+		expectForbidden(t, "node-1 setting label "+key, label(key, "x"), "is not allowed to modify labels: "+key)
+	}
+
+	// Taints: the configured key may change, others not.
+	taint := func(key string) error {
+		n, err := nodes.Get(context.Background(), "node-1", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule})
+		_, err = nodes.Update(context.Background(), n, metav1.UpdateOptions{})
+		return err
+	}
+	if err := taint("example.com/maintenance"); err != nil {
+		t.Errorf("node-1 adding the allowed taint: %v", err)
+	}
+	expectForbidden(t, "node-1 adding another taint", taint("example.com/other"), `node "node-1" is not allowed to modify taints`)
+}
+
+func TestNodeTouchingAnotherNode(t *testing.T) {
+	requirePlugin(t, "NodeRestriction")
+	ctx := context.Background()
+	registerNode(t, "node-1")
+	if _, err := kubeClient(t).CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "other-node"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	nodes := nodeClient(t, "node-1").CoreV1().Nodes()
+	_, err := nodes.Patch(ctx, "other-node", types.MergePatchType, []byte(`{"metadata":{"labels":{"example.com/rack":"r2"}}}`), metav1.PatchOptions{})
+	expectForbidden(t, "node-1 labelling other-node", err, `node "node-1" is not allowed to modify node "other-node"`)
+	_, err = nodes.Patch(ctx, "other-node", types.MergePatchType, []byte(`{"status":{"phase":"Running"}}`), metav1.PatchOptions{}, "status")
+	expectForbidden(t, "node-1 patching other-node's status", err, `node "node-1" is not allowed to modify node "other-node"`)
+	// Deleting a Node is not in the nodes' RBAC rules: the authorizer
+	// refuses it before admission.
+	expectForbidden(t, "node-1 deleting other-node", nodes.Delete(ctx, "other-node", metav1.DeleteOptions{}), "cannot delete resource")
+}
+
+func mirrorPod(name string, node *corev1.Node) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name + "-" + node.Name,
+			Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "hash"},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: ptr.To(true),
+			}},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:   node.Name,
+			Containers: []corev1.Container{{Name: "c", Image: "registry.example.com/static:1"}},
+		},
+	}
+}
+
+func TestNodeMirrorPods(t *testing.T) {
+	requirePlugin(t, "NodeRestriction")
+	ctx := context.Background()
+	ns := "nr-mirror"
+	createNamespace(t, ns, nil)
+	node := registerNode(t, "node-1")
+	pods := nodeClient(t, "node-1").CoreV1().Pods(ns)
+
+	// The plugin reads the Node from its informer; give it a moment to see
+	// the registration.
+	var created *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		created, err = pods.Create(ctx, mirrorPod("static", node), metav1.CreateOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("node-1 creating its mirror pod: %v", err)
+	}
+	if created.Spec.NodeName != "node-1" {
+		t.Errorf("mirror pod node %q", created.Spec.NodeName)
+	}
+
+	plain := mirrorPod("plain", node)
+	delete(plain.Annotations, corev1.MirrorPodAnnotationKey)
+	_, err = pods.Create(ctx, plain, metav1.CreateOptions{})
+	expectForbidden(t, "node-1 creating a pod that is not a mirror pod", err, "node \"node-1\" can only create mirror pods")
+
+	elsewhere := mirrorPod("elsewhere", node)
+	elsewhere.Spec.NodeName = "node-2"
+	_, err = pods.Create(ctx, elsewhere, metav1.CreateOptions{})
+	expectForbidden(t, "node-1 creating a mirror pod bound to node-2", err, "spec.nodeName set to itself")
+
+	secret := mirrorPod("secret", node)
+	secret.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}}}
+	_, err = pods.Create(ctx, secret, metav1.CreateOptions{})
+	expectForbidden(t, "node-1 creating a mirror pod with a secret volume", err, "secret")
+
+	unowned := mirrorPod("unowned", node)
+	unowned.OwnerReferences = nil
+	_, err = pods.Create(ctx, unowned, metav1.CreateOptions{})
+	expectForbidden(t, "node-1 creating a mirror pod without an owner", err, "owner reference set to itself")
+
+	// It may delete its own mirror pod.
+	if err := pods.Delete(ctx, created.Name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("node-1 deleting its mirror pod: %v", err)
+	}
+}
+
+func TestNodeLease(t *testing.T) {
+	requirePlugin(t, "NodeRestriction")
+	ctx := context.Background()
+	leases := nodeClient(t, "node-1").CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	lease := func(name string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name), LeaseDurationSeconds: ptr.To[int32](40)},
+		}
+	}
+	own, err := leases.Create(ctx, lease("node-1"), metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("node-1 creating its lease: %v", err)
+	}
+	if err == nil {
+		own.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+		if _, err := leases.Update(ctx, own, metav1.UpdateOptions{}); err != nil {
+			t.Errorf("node-1 renewing its lease: %v", err)
+		}
+	}
+	_, err = leases.Create(ctx, lease("node-2"), metav1.CreateOptions{})
+	expectForbidden(t, "node-1 creating node-2's lease", err, "same name as the requesting node")
+}
+
+func TestNodeTokenRequest(t *testing.T) {
+	requirePlugin(t, "NodeRestriction")
+	ctx := context.Background()
+	ns := "nr-token"
+	createNamespace(t, ns, nil)
+	admin := kubeClient(t)
+	boundPod := func(name, node string) *corev1.Pod {
+		pod := simplePod(name, nil, "c")
+		pod.Spec.NodeName = node
+		p, err := admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	mine := boundPod("mine", "node-1")
+	theirs := boundPod("theirs", "node-2")
+
+	tokens := nodeClient(t, "node-1").CoreV1().ServiceAccounts(ns)
+	// The audience "" is what a pod's service-account token volume names
+	// (as in upstream's node integration tests). No audience at all would be
+	// defaulted to the apiserver's audiences before admission, which the pod
+	// does not name.
+	request := func(pod *corev1.Pod, audiences ...string) error {
+		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			Audiences:         audiences,
+			ExpirationSeconds: ptr.To[int64](3600),
+		}}
+		if pod != nil {
+			tr.Spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
+		}
+		_, err := tokens.CreateToken(ctx, "default", tr, metav1.CreateOptions{})
+		return err
+	}
+	// The Node authorizer learns that node-1 runs a pod of the service
+	// account from its informers, a moment after the pod is created.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		err := request(mine, "")
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "cannot create resource") {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("node-1 requesting a token bound to its pod: %v", err)
+	}
+	// The authorizer lets node-1 at the service account (its pod uses it);
+	// NodeRestriction refuses a token bound to node-2's pod.
+	expectForbidden(t, "node-1 requesting a token bound to node-2's pod", request(theirs, ""), "bound to a pod scheduled on a different node")
+	expectForbidden(t, "node-1 requesting an unbound token", request(nil, ""), "not bound to a pod")
+	// ServiceAccountNodeAudienceRestriction: an audience no volume of the pod
+	// uses needs an RBAC grant.
+	expectForbidden(t, "node-1 requesting a token for an audience its pod does not use", request(mine, "vault"),
+		`system:node:node-1 is not authorized to request tokens for audience "vault"`)
+}
