@@ -243,8 +243,21 @@ type shapeCache[S any] struct {
 type shapeEntry[S any] struct {
 	ptrType reflect.Type
 	typer   runtime.ObjectTyper // nil when the typer's type is not comparable
+	scheme  *runtime.Scheme     // the typer, when it is a scheme
 	shape   *S
 	err     error
+}
+
+// sameTyper reports whether typer is the one e was confirmed by. The
+// scheme, which is what kube-apiserver's handlers hand out, is compared
+// as a pointer, sparing the runtime's interface comparison on every
+// request. A stored typer is of a comparable type, so == cannot panic:
+// equal dynamic types are then comparable, and unequal ones compare false.
+func sameTyper[S any](e *shapeEntry[S], typer runtime.ObjectTyper) bool {
+	if s, ok := typer.(*runtime.Scheme); ok {
+		return s == e.scheme && s != nil
+	}
+	return e.typer != nil && e.typer == typer
 }
 
 // read returns the address of obj's struct and its shape, or the
@@ -255,9 +268,7 @@ func (c *shapeCache[S]) read(obj runtime.Object, o admission.ObjectInterfaces) (
 		typer = o.GetObjectTyper()
 	}
 	t := reflect.TypeOf(obj)
-	// A stored typer is of a comparable type, so == cannot panic: equal
-	// dynamic types are then comparable, and unequal ones compare false.
-	if e := c.last.Load(); e != nil && e.ptrType == t && e.typer == typer {
+	if e := c.last.Load(); e != nil && e.ptrType == t && sameTyper(e, typer) {
 		if p := reflect.ValueOf(obj).UnsafePointer(); p != nil {
 			return p, e.shape, nil
 		}
@@ -292,6 +303,7 @@ func (c *shapeCache[S]) read(obj runtime.Object, o admission.ObjectInterfaces) (
 	e := &shapeEntry[S]{ptrType: t, shape: structural.shape}
 	if reflect.TypeOf(typer).Comparable() {
 		e.typer = typer
+		e.scheme, _ = typer.(*runtime.Scheme)
 		c.last.Store(e)
 	}
 	return reflect.ValueOf(obj).UnsafePointer(), e.shape, nil

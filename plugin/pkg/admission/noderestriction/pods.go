@@ -174,6 +174,10 @@ func (p *Plugin) validatePodStatus(nodeName string, a admission.Attributes, o ad
 	if !labels.Equals(oldMeta.Labels, newMeta.Labels) {
 		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update labels through pod status", nodeName))
 	}
+	if shape.noClaimStatuses(oldP) && shape.noClaimStatuses(newP) {
+		// What nearly every pod status update looks like.
+		return nil
+	}
 	if !semanticSliceEqual(&shape.claimStatuses, oldP, newP) {
 		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update resource claim statues", nodeName))
 	}
