@@ -153,7 +153,7 @@ plugins:
         location: 'spec.containers[name: proxy].ports[containerPort: "9090"].protocol'
         parameters:
           assign: {value: TCP}
-    mutatorFiles: ["$DATA_DIR/mutators.yaml"]
+` + loadMutators + `    mutatorFiles: ["$DATA_DIR/mutators.yaml"]
 `
 
 // mutatorFile holds a Gatekeeper manifest as Gatekeeper users write it.
