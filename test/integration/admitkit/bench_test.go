@@ -1,0 +1,247 @@
+package admitkit
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/admitkit/admitkit/test/integration/framework"
+)
+
+// benchScenario is one server of the latency comparison.
+type benchScenario struct {
+	name string
+	cfg  framework.Config
+	// setUp prepares the namespace (presets, policies) once the server runs.
+	setUp func(t *testing.T, srv *framework.Server, ns string)
+	// check says whether a created pod has the scenario's mutations, so that
+	// a scenario that silently did nothing is not measured.
+	check func(pod *corev1.Pod) bool
+
+	srv       *framework.Server
+	client    kubernetes.Interface
+	latencies []time.Duration
+}
+
+func locationMutatorConfig(mutators string) string {
+	return `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: LocationMutator
+  configuration:
+    apiVersion: locationmutator.admission.admitkit.io/v1alpha1
+    kind: Configuration
+    mutators:
+` + mutators
+}
+
+// alwaysPullPolicy is a MutatingAdmissionPolicy doing what the Assign
+// load-always-pull does: imagePullPolicy Always on every container.
+func alwaysPullPolicy() (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding) {
+	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "always-pull"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule: admissionregistrationv1.Rule{
+							APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
+						},
+					},
+				}},
+			},
+			FailurePolicy:      ptrTo(admissionregistrationv1.Fail),
+			ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy,
+			Mutations: []admissionregistrationv1.Mutation{{
+				PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{
+					Expression: `Object{spec: Object.spec{containers: object.spec.containers.map(c, Object.spec.containers{name: c.name, imagePullPolicy: "Always"})}}`,
+				},
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "always-pull"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
+			PolicyName: "always-pull",
+			MatchResources: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": "map"}},
+			},
+		},
+	}
+	return policy, binding
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func allAlwaysPull(pod *corev1.Pod) bool {
+	for _, c := range pod.Spec.Containers {
+		if c.ImagePullPolicy != corev1.PullAlways {
+			return false
+		}
+	}
+	return true
+}
+
+// TestCreateLatency compares pod create latency (p50, p99) with admitkit's
+// plugins off, on (five presets and five mutators matching every pod), the
+// LocationMutator doing one imagePullPolicy Assign, and a
+// MutatingAdmissionPolicy doing the same mutation. The four servers run in
+// this process at once and are measured in interleaved rounds, so that
+// background load hits them alike. Set ADMITKIT_BENCH=1 to run it;
+// ADMITKIT_BENCH_PODS sets the measured creates per scenario (default 1000).
+func TestCreateLatency(t *testing.T) {
+	if os.Getenv("ADMITKIT_BENCH") == "" {
+		t.Skip("set ADMITKIT_BENCH=1 to measure create latency")
+	}
+	requirePlugin(t, "PodPreset")
+	requirePlugin(t, "LocationMutator")
+	perScenario := 1000
+	if v := os.Getenv("ADMITKIT_BENCH_PODS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 100 {
+			t.Fatalf("ADMITKIT_BENCH_PODS=%q: want a number of at least 100", v)
+		}
+		perScenario = n
+	}
+	const rounds = 10
+	ctx := context.Background()
+
+	scenarios := []*benchScenario{
+		{
+			name:  "plugins off",
+			cfg:   framework.Config{Args: []string{"--disable-admission-plugins=PodPreset,NodeRestriction,LocationMutator"}},
+			check: func(*corev1.Pod) bool { return true },
+		},
+		{
+			name: "plugins on: 5 presets, 5 mutators",
+			cfg: framework.Config{
+				AdmissionConfig: locationMutatorConfig(loadMutators),
+				Args:            []string{"--enable-admission-plugins=PodPreset,NodeRestriction,LocationMutator"},
+			},
+			setUp: func(t *testing.T, srv *framework.Server, ns string) {
+				settings := settingsClientFor(t, srv.AdminConfig())
+				setUpLoadPresets(t, ns, settings)
+			},
+			check: func(pod *corev1.Pod) bool { return len(presetAnnotations(pod)) == 5 && allAlwaysPull(pod) },
+		},
+		{
+			name: "LocationMutator: imagePullPolicy",
+			cfg: framework.Config{
+				AdmissionConfig: locationMutatorConfig(loadMutators[:strings.Index(loadMutators, "    - apiVersion: mutations.gatekeeper.sh/v1\n      kind: Assign\n      metadata: {name: load-no-escalation}")]),
+				Args:            []string{"--enable-admission-plugins=LocationMutator"},
+			},
+			check: allAlwaysPull,
+		},
+		{
+			name: "MutatingAdmissionPolicy: imagePullPolicy",
+			cfg:  framework.Config{Args: []string{"--disable-admission-plugins=PodPreset,NodeRestriction,LocationMutator"}},
+			setUp: func(t *testing.T, srv *framework.Server, ns string) {
+				client, err := kubernetes.NewForConfig(srv.AdminConfig())
+				if err != nil {
+					t.Fatal(err)
+				}
+				policy, binding := alwaysPullPolicy()
+				if _, err := client.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := client.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			check: allAlwaysPull,
+		},
+	}
+
+	ns := "load-bench"
+	for _, s := range scenarios {
+		srv, err := framework.Start(s.cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		defer srv.Cleanup()
+		s.srv = srv
+		s.client, err = kubernetes.NewForConfig(srv.AdminConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name: ns, Labels: map[string]string{"load": ns, "bench": "map"},
+		}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if s.setUp != nil {
+			s.setUp(t, srv, ns)
+		}
+		// Wait until the mutations apply (informers, policy compilation),
+		// then warm up.
+		i := 0
+		err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			i++
+			pod, err := s.client.CoreV1().Pods(ns).Create(ctx, loadPod(fmt.Sprintf("warm-%d", i)), metav1.CreateOptions{})
+			return err == nil && s.check(pod), err
+		})
+		if err != nil {
+			t.Fatalf("%s: the scenario's mutations never applied: %v", s.name, err)
+		}
+		for j := range 100 {
+			if _, err := s.client.CoreV1().Pods(ns).Create(ctx, loadPod(fmt.Sprintf("warmup-%d", j)), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	for round := range rounds {
+		for _, s := range scenarios {
+			for j := range perScenario / rounds {
+				name := fmt.Sprintf("bench-%d-%d", round, j)
+				start := time.Now()
+				pod, err := s.client.CoreV1().Pods(ns).Create(ctx, loadPod(name), metav1.CreateOptions{})
+				elapsed := time.Since(start)
+				if err != nil {
+					t.Fatalf("%s: %v", s.name, err)
+				}
+				if !s.check(pod) {
+					t.Fatalf("%s: pod %s lacks the scenario's mutations", s.name, name)
+				}
+				s.latencies = append(s.latencies, elapsed)
+			}
+		}
+	}
+
+	base := percentile(scenarios[0].latencies, 50)
+	var table strings.Builder
+	fmt.Fprintf(&table, "\npod create latency, %d sequential creates per scenario in %d interleaved rounds (2 containers per pod)\n", perScenario, rounds)
+	fmt.Fprintf(&table, "| %-42s | %8s | %8s | %8s | %s |\n", "scenario", "p50", "p90", "p99", "p50 vs off")
+	fmt.Fprintf(&table, "|%s|%s|%s|%s|%s|\n", strings.Repeat("-", 44), strings.Repeat("-", 10), strings.Repeat("-", 10), strings.Repeat("-", 10), strings.Repeat("-", 12))
+	for _, s := range scenarios {
+		p50 := percentile(s.latencies, 50)
+		fmt.Fprintf(&table, "| %-42s | %8s | %8s | %8s | %+9.1f%% |\n", s.name, round(p50), round(percentile(s.latencies, 90)), round(percentile(s.latencies, 99)),
+			100*(float64(p50)/float64(base)-1))
+	}
+	fmt.Print(table.String())
+	t.Log(table.String())
+}
+
+func percentile(d []time.Duration, p int) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[(len(s)-1)*p/100]
+}
+
+func round(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }
