@@ -3,7 +3,9 @@ package admitkit
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,8 +99,9 @@ func allAlwaysPull(pod *corev1.Pod) bool {
 
 // TestCreateLatency compares pod create latency (p50, p99) with admitkit's
 // plugins off, on (five presets and five mutators matching every pod), the
-// LocationMutator doing one imagePullPolicy Assign, and a
-// MutatingAdmissionPolicy doing the same mutation. The four servers run in
+// PodPreset plugin alone, the LocationMutator doing one imagePullPolicy
+// Assign, and a
+// MutatingAdmissionPolicy doing the same mutation. The servers run in
 // this process at once and are measured in interleaved rounds, so that
 // background load hits them alike. Set ADMITKIT_BENCH=1 to run it;
 // ADMITKIT_BENCH_PODS sets the measured creates per scenario (default 1000).
@@ -116,7 +119,7 @@ func TestCreateLatency(t *testing.T) {
 		}
 		perScenario = n
 	}
-	const rounds = 10
+	const rounds = 20
 	ctx := context.Background()
 
 	scenarios := []*benchScenario{
@@ -132,10 +135,17 @@ func TestCreateLatency(t *testing.T) {
 				Args:            []string{"--enable-admission-plugins=PodPreset,NodeRestriction,LocationMutator"},
 			},
 			setUp: func(t *testing.T, srv *framework.Server, ns string) {
-				settings := settingsClientFor(t, srv.AdminConfig())
-				setUpLoadPresets(t, ns, settings)
+				setUpLoadPresets(t, ns, settingsClientFor(t, srv.AdminConfig()))
 			},
 			check: func(pod *corev1.Pod) bool { return len(presetAnnotations(pod)) == 5 && allAlwaysPull(pod) },
+		},
+		{
+			name: "PodPreset: 5 presets",
+			cfg:  framework.Config{Args: []string{"--enable-admission-plugins=PodPreset"}},
+			setUp: func(t *testing.T, srv *framework.Server, ns string) {
+				setUpLoadPresets(t, ns, settingsClientFor(t, srv.AdminConfig()))
+			},
+			check: func(pod *corev1.Pod) bool { return len(presetAnnotations(pod)) == 5 },
 		},
 		{
 			name: "LocationMutator: imagePullPolicy",
@@ -144,6 +154,16 @@ func TestCreateLatency(t *testing.T) {
 				Args:            []string{"--enable-admission-plugins=LocationMutator"},
 			},
 			check: allAlwaysPull,
+		},
+		{
+			// The same Assign, matching no pod: what the plugin costs when
+			// nothing applies.
+			name: "LocationMutator: no mutator matches",
+			cfg: framework.Config{
+				AdmissionConfig: locationMutatorConfig(strings.Replace(loadMutators[:strings.Index(loadMutators, "    - apiVersion: mutations.gatekeeper.sh/v1\n      kind: Assign\n      metadata: {name: load-no-escalation}")], `"load-*"`, `"elsewhere-*"`, 1)),
+				Args:            []string{"--enable-admission-plugins=LocationMutator"},
+			},
+			check: func(*corev1.Pod) bool { return true },
 		},
 		{
 			name: "MutatingAdmissionPolicy: imagePullPolicy",
@@ -206,8 +226,14 @@ func TestCreateLatency(t *testing.T) {
 		}
 	}
 
+	// Each round visits the scenarios in a new order, after a GC, so that
+	// neither position in the round nor another server's garbage favours one.
+	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range rounds {
-		for _, s := range scenarios {
+		order := slices.Clone(scenarios)
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, s := range order {
+			runtime.GC()
 			for j := range perScenario / rounds {
 				name := fmt.Sprintf("bench-%d-%d", round, j)
 				start := time.Now()
