@@ -143,9 +143,10 @@ admitkit-apiserver is ready. From ${ROOT}, try:
   # a pod that conflicts with a preset is admitted without presets, with a warning
   ${K} apply -f hack/examples/conflicting-pod.yaml
 
-  # NodeRestriction: ${NODE_NAME} registers itself, may set its own labels, not restricted ones
-  ${N} create -f hack/examples/node.yaml
+  # NodeRestriction, as ${NODE_NAME}: it registers itself and sets its own label...
+  ${N} apply -f hack/examples/node.yaml
   ${N} label node ${NODE_NAME} example.com/rack=r1
+  # ...and is refused these two (Forbidden)
   ${N} label node ${NODE_NAME} node-restriction.kubernetes.io/trusted=true
   ${N} label node ${NODE_NAME} node-role.kubernetes.io/control-plane=
 
