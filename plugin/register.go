@@ -27,10 +27,14 @@ import (
 )
 
 // RegisterAllAdmissionPlugins registers every admitkit plugin under its
-// PluginName. A fork calls it on the same registry as the upstream plugins,
-// after removing any upstream plugin of the same name. A server that does
-// not link k8s.io/kubernetes also calls noderestriction.AddFeatureGates on
-// its feature gate, so that NodeRestriction's gates can be set by flag.
+// PluginName. A fork calls it on the registry that holds the upstream
+// plugins. admission.Plugins cannot unregister a name and exits on a name
+// registered twice, so such a registry is built by calling each upstream
+// plugin package's Register except NodeRestriction's, not with
+// kube-apiserver's RegisterAllAdmissionPlugins (test/apiserver does this).
+// A server that does not link k8s.io/kubernetes also calls
+// noderestriction.AddFeatureGates on its feature gate, so that
+// NodeRestriction's gates can be set by flag.
 func RegisterAllAdmissionPlugins(plugins *admission.Plugins) {
 	podpreset.Register(plugins)
 	noderestriction.Register(plugins)
