@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninitializer "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/client-go/informers"
@@ -222,7 +224,7 @@ func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, ob
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, out); err != nil {
 		// A value of the wrong type for the schema (a string key where
 		// the field is an integer, say) shows up only here.
-		return admission.NewForbidden(a, fmt.Errorf("%s: after %s the object is not a valid %v: %w", PluginName, appliedList(res), gvk, err))
+		return admission.NewForbidden(a, fmt.Errorf("%s: %s: %w", PluginName, p.invalidAfter(versioned, gvk, candidates, res, target), err))
 	}
 	if internal {
 		if err := o.GetObjectConvertor().Convert(out, obj, nil); err != nil {
@@ -259,4 +261,44 @@ func appliedList(res mutation.Result) string {
 		ids[i] = id.String()
 	}
 	return strings.Join(ids, ",")
+}
+
+// gvkString prints a kind as users write it: "v1 Pod", "apps/v1 Deployment".
+func gvkString(gvk schema.GroupVersionKind) string {
+	return gvk.GroupVersion().String() + " " + gvk.Kind
+}
+
+// invalidAfter says which mutators left the object undecodable. The
+// decoder's error does not name a field, so each mutator that changed the
+// object is run alone on the original (versioned, which the failed attempt
+// did not touch): those that break it on their own are named. When none
+// does, the fault is in their combination, and all of them are named as
+// such.
+func (p *Plugin) invalidAfter(versioned runtime.Object, gvk schema.GroupVersionKind, candidates []*mutation.Mutator, res mutation.Result, target *match.Target) string {
+	var guilty []string
+	for _, id := range res.Applied {
+		i := slices.IndexFunc(candidates, func(m *mutation.Mutator) bool { return m.ID() == id })
+		if i < 0 {
+			continue
+		}
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(versioned)
+		if err != nil {
+			break
+		}
+		t := *target
+		if accessor, err := meta.Accessor(versioned); err == nil {
+			t.Labels = labels.Set(accessor.GetLabels())
+		}
+		if _, err := mutation.Mutate(candidates[i:i+1], content, &t); err != nil {
+			continue
+		}
+		out := reflect.New(reflect.TypeOf(versioned).Elem()).Interface()
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(content, out) != nil {
+			guilty = append(guilty, id.String())
+		}
+	}
+	if len(guilty) > 0 {
+		return fmt.Sprintf("%s made the object an invalid %s", strings.Join(guilty, ","), gvkString(gvk))
+	}
+	return fmt.Sprintf("after %s (no one of them alone is at fault: it is what they write together) the object is not a valid %s", appliedList(res), gvkString(gvk))
 }

@@ -114,10 +114,31 @@ spec:
 	p := newTestPlugin(t, config(bad))
 	o := admission.NewObjectInterfacesFromScheme(testScheme(t))
 	err := p.Admit(context.Background(), attrs(threeContainerPod(), podGVK, podGVR, "prod", "web", admission.Create, ""), o)
-	for _, want := range []string{"not a valid", "Assign/string-port", `pods "web"`} {
+	for _, want := range []string{"Assign/string-port made the object an invalid v1 Pod", `pods "web"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("error %v does not name %q", err, want)
 		}
+	}
+	t.Log(err)
+	if strings.Contains(err.Error(), "Kind=") {
+		t.Fatalf("error %v prints the kind as Go does", err)
+	}
+
+	// With an innocent mutator changing the pod too, only the guilty one is
+	// named.
+	p = newTestPlugin(t, config(bad, pullAlways))
+	err = p.Admit(context.Background(), attrs(threeContainerPod(), podGVK, podGVR, "prod", "web", admission.Create, ""), o)
+	if err == nil || !strings.Contains(err.Error(), "Assign/string-port made the object an invalid v1 Pod") || strings.Contains(err.Error(), "always-pull") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestGVKString(t *testing.T) {
+	if got := gvkString(podGVK); got != "v1 Pod" {
+		t.Errorf("%q", got)
+	}
+	if got := gvkString(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}); got != "apps/v1 Deployment" {
+		t.Errorf("%q", got)
 	}
 }
 
