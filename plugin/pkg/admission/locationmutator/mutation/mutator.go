@@ -3,6 +3,7 @@ package mutation
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -68,6 +69,10 @@ type Mutator struct {
 
 	// AssignImage
 	domain, imgPath, tag string
+
+	// typed caches the mutator's plan per Go type (reflect.Type ->
+	// *typedPlan), for MutateTyped.
+	typed sync.Map
 }
 
 // ID returns the mutator's kind and name.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
@@ -142,6 +143,32 @@ func (r Result) Mutated() bool { return len(r.Applied) > 0 }
 // and leaves them as Gatekeeper's deep comparison would, one pass later.
 // t.Labels is refreshed from obj on every pass after the first.
 func Mutate(candidates []*Mutator, obj map[string]any, t *match.Target) (Result, error) {
+	return run(candidates, mapObject(obj), t)
+}
+
+// mutable is an object the system mutates: an unstructured map, or a typed
+// object (MutateTyped).
+type mutable interface {
+	// apply runs candidate i, m, once.
+	apply(i int, m *Mutator, md Metadata) (bool, error)
+	labels() labels.Labels
+	snapshot() (any, error)
+	// same compares the object with a snapshot, as JSON.
+	same(snapshot any) (bool, error)
+}
+
+type mapObject map[string]any
+
+func (o mapObject) apply(_ int, m *Mutator, md Metadata) (bool, error) {
+	return m.Mutate(o, md)
+}
+func (o mapObject) labels() labels.Labels  { return labelsOf(o) }
+func (o mapObject) snapshot() (any, error) { return deepCopyJSON(map[string]any(o)), nil }
+func (o mapObject) same(snapshot any) (bool, error) {
+	return jsonEqual(snapshot, map[string]any(o)), nil
+}
+
+func run(candidates []*Mutator, obj mutable, t *match.Target) (Result, error) {
 	var (
 		res     Result
 		applied []int // indexes of the candidates that changed it, sorted: run order
@@ -149,19 +176,29 @@ func Mutate(candidates []*Mutator, obj map[string]any, t *match.Target) (Result,
 	)
 	for pass := 1; ; pass++ {
 		res.Passes = pass
-		var snapshot map[string]any
+		var snapshot any
 		if pass >= 3 {
-			snapshot = deepCopyJSON(obj).(map[string]any)
+			var err error
+			if snapshot, err = obj.snapshot(); err != nil {
+				return res, fmt.Errorf("%s: %w", describe(t), err)
+			}
 		}
 		if pass > 1 {
-			t.Labels = labelsOf(obj)
+			t.Labels = obj.labels()
 		}
 		p, err := runPass(candidates, obj, t)
 		if err != nil {
 			return res, err
 		}
 		matched = max(matched, p.matched)
-		changed := len(p.changed) > 0 && (snapshot == nil || !jsonEqual(snapshot, obj))
+		changed := len(p.changed) > 0
+		if changed && snapshot != nil {
+			same, err := obj.same(snapshot)
+			if err != nil {
+				return res, fmt.Errorf("%s: %w", describe(t), err)
+			}
+			changed = !same
+		}
 		if !changed {
 			for _, i := range applied {
 				res.Applied = append(res.Applied, candidates[i].id)
@@ -184,7 +221,7 @@ type pass struct {
 	changed []int // the candidates that changed the object, in run order
 }
 
-func runPass(candidates []*Mutator, obj map[string]any, t *match.Target) (pass, error) {
+func runPass(candidates []*Mutator, obj mutable, t *match.Target) (pass, error) {
 	var p pass
 	md := Metadata{Namespace: t.Namespace, Name: t.Name}
 	for i, m := range candidates {
@@ -196,7 +233,7 @@ func runPass(candidates []*Mutator, obj map[string]any, t *match.Target) (pass, 
 			continue
 		}
 		p.matched++
-		c, err := m.Mutate(obj, md)
+		c, err := obj.apply(i, m, md)
 		if err != nil {
 			return p, fmt.Errorf("%s: %w", describe(t), err)
 		}

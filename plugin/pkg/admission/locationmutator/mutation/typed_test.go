@@ -1,0 +1,602 @@
+package mutation
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"reflect"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
+)
+
+// The typed walker must do exactly what the map walker does on the
+// object's unstructured form. The generators below build mutators from the
+// names of real Pod and Deployment fields (and a few wrong ones), so that
+// most of them fit the types and run typed, while the rest exercise the
+// fallback.
+
+var (
+	deployGVK    = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	typedApplyTo = []ApplyTo{
+		{Groups: []string{""}, Versions: []string{"v1"}, Kinds: []string{"Pod"}},
+		{Groups: []string{"apps"}, Versions: []string{"v1"}, Kinds: []string{"Deployment"}},
+	}
+	// fields that hold objects, lists of objects, and values, with the key
+	// fields the lists are selected by.
+	typedObjects    = []string{"securityContext", "resources", "dnsConfig", "affinity", "metadata", "template", "spec", "bogus"}
+	typedLists      = []string{"containers", "initContainers", "env", "ports", "volumes", "tolerations", "args", "imagePullSecrets"}
+	typedKeys       = []string{"name", "containerPort", "key", "name", "protocol"}
+	typedKeyValues  = []any{"app", "proxy", "sidecar", "A", int64(80), int64(8080), "80", int64(1) << 40, ""}
+	typedLeaves     = []string{"image", "imagePullPolicy", "args", "command", "value", "name", "runAsNonRoot", "runAsUser", "allowPrivilegeEscalation", "terminationGracePeriodSeconds", "hostname", "nodeSelector", "replicas", "protocol", "containerPort", "workingDir", "limits", "priority", "labels", "paused", "bogus"}
+	typedLabelNames = []string{"app", "owner", "tier"}
+)
+
+// typedLocation mostly follows the fields of the object's Go type, so that
+// the location fits; one time in twelve it takes a name from the lists
+// above instead.
+func typedLocation(s *bytesSource, deploy bool) (string, reflect.Type) {
+	var nodes []path.Node
+	t := reflect.TypeOf(corev1.Pod{})
+	if deploy {
+		t = reflect.TypeOf(appsv1.Deployment{})
+	}
+	for depth := 0; depth < 8; depth++ {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct {
+			key := typedKeys[s.next(len(typedKeys))]
+			var kv any = typedKeyValues[s.next(len(typedKeyValues))]
+			if f, ok := t.Elem().FieldByName("Name"); ok && s.next(3) != 0 {
+				_ = f
+				key = "name"
+				kv = []string{"app", "proxy", "sidecar", "A", "http"}[s.next(5)]
+			}
+			if s.next(3) == 0 {
+				nodes = append(nodes, path.List{KeyField: key, Glob: true})
+			} else {
+				nodes = append(nodes, path.List{KeyField: key, KeyValue: kv})
+			}
+			t = t.Elem()
+			continue
+		}
+		if t.Kind() != reflect.Struct || (depth > 0 && s.next(5) == 1) {
+			break
+		}
+		var names []string
+		var types []reflect.Type
+		for i := 0; i < t.NumField(); i++ {
+			n, _, _, inline := jsonName(t.Field(i))
+			if inline || n == "-" || n == "status" {
+				continue
+			}
+			if depth == 0 && n == "metadata" {
+				continue
+			}
+			names = append(names, n)
+			types = append(types, t.Field(i).Type)
+		}
+		if len(names) == 0 || s.next(12) == 1 {
+			names = append(typedLeaves, typedObjects...)
+			nodes = append(nodes, path.Object{Reference: names[s.next(len(names))]})
+			t = reflect.TypeOf(any(nil))
+			break
+		}
+		// Favour the fields the tests care about.
+		i := s.next(len(names))
+		for j, n := range names {
+			if s.next(3) == 0 && strings.Contains("spec template containers initContainers image imagePullPolicy args command env value securityContext runAsNonRoot allowPrivilegeEscalation terminationGracePeriodSeconds nodeSelector labels annotations ports protocol replicas", n) {
+				i = j
+				break
+			}
+		}
+		nodes = append(nodes, path.Object{Reference: names[i]})
+		t = types[i]
+		if t.Kind() == reflect.Map {
+			if s.next(2) == 0 {
+				nodes = append(nodes, path.Object{Reference: typedLabelNames[s.next(len(typedLabelNames))]})
+				t = t.Elem()
+			}
+			break
+		}
+	}
+	if len(nodes) == 0 {
+		nodes = append(nodes, path.Object{Reference: "spec"})
+	}
+	return path.Path{Nodes: nodes}.String(), t
+}
+
+// fittingValue is a value for a field of type t, or a random one.
+func fittingValue(s *bytesSource, t reflect.Type) any {
+	if t == nil || s.next(4) == 1 {
+		return typedValue(s, 0)
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return []string{"Always", "x", "nginx:1", "TCP", ""}[s.next(5)]
+	case reflect.Bool:
+		return s.next(2) == 0
+	case reflect.Int32, reflect.Int64, reflect.Int:
+		return []any{int64(30), int64(0), int64(80), int64(1) << 40, 2.0}[s.next(5)]
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.String {
+			return []any{"a", "--v=2"}[:s.next(3)]
+		}
+		if t.Elem().Kind() == reflect.Struct {
+			return []any{map[string]any{"name": "x"}}[:s.next(2)]
+		}
+	case reflect.Map:
+		return map[string]any{"app": "x"}
+	case reflect.Struct:
+		m := map[string]any{}
+		for i := s.next(3); i > 0; i-- {
+			f := t.Field(s.next(t.NumField()))
+			n, _, _, _ := jsonName(f)
+			m[n] = fittingValue(s, f.Type)
+		}
+		return m
+	}
+	return typedValue(s, 1)
+}
+
+func typedValue(s *bytesSource, depth int) any {
+	switch s.next(10) {
+	case 0, 1:
+		return []string{"Always", "IfNotPresent", "x", "", "nginx:1", "TCP"}[s.next(6)]
+	case 2:
+		return []any{int64(0), int64(30), int64(80), int64(1) << 40, 1.5, int64(-1)}[s.next(6)]
+	case 3:
+		return s.next(2) == 0
+	case 4:
+		return nil
+	case 5, 6:
+		if depth > 1 {
+			return "x"
+		}
+		var l []any
+		for i := s.next(3); i > 0; i-- {
+			l = append(l, typedValue(s, depth+1))
+		}
+		return l
+	default:
+		if depth > 1 {
+			return int64(1)
+		}
+		m := map[string]any{}
+		for i := s.next(3); i > 0; i-- {
+			m[typedLeaves[s.next(len(typedLeaves))]] = typedValue(s, depth+1)
+		}
+		return m
+	}
+}
+
+// typedMutator builds a mutator; one time in three it reuses the previous
+// location, so that mutators meet (and sometimes fight) on one field.
+func typedMutator(s *bytesSource, i int, deploy bool, prev *[2]any) *Mutator {
+	meta := metav1.ObjectMeta{Name: "m" + string(rune('a'+i))}
+	loc, leaf := typedLocation(s, deploy)
+	if prev[0] != nil && s.next(3) == 1 {
+		loc = prev[0].(string)
+		leaf, _ = prev[1].(reflect.Type)
+	}
+	prev[0], prev[1] = loc, leaf
+	var tests []PathTest
+	if p, err := path.Parse(loc); err == nil && s.next(3) == 0 {
+		d := s.next(len(p.Nodes))
+		cond := MustExist
+		if s.next(2) == 0 {
+			cond = MustNotExist
+		}
+		tests = append(tests, PathTest{SubPath: path.Path{Nodes: p.Nodes[:d+1]}.String(), Condition: cond})
+	}
+	var m *Mutator
+	switch s.next(6) {
+	case 0, 1:
+		field := AssignField{Value: &Value{Value: fittingValue(s, leaf)}}
+		if s.next(4) == 1 {
+			field = AssignField{FromMetadata: &FromMetadata{Field: []string{"name", "namespace"}[s.next(2)]}}
+		}
+		m, _ = NewAssign(&Assign{ObjectMeta: meta, Spec: AssignSpec{ApplyTo: typedApplyTo, Location: loc,
+			Parameters: AssignParameters{PathTests: tests, Assign: field}}})
+	case 2:
+		var vals []Value
+		for j := s.next(3); j >= 0; j-- {
+			v := any([]string{"--v=2", "-x", "a", ""}[s.next(4)])
+			if s.next(8) == 0 {
+				v = typedValue(s, 1)
+			}
+			vals = append(vals, Value{Value: v})
+		}
+		op := OperationMerge
+		if s.next(2) == 0 {
+			op = OperationPrune
+		}
+		m, _ = NewModifySet(&ModifySet{ObjectMeta: meta, Spec: ModifySetSpec{ApplyTo: typedApplyTo, Location: loc,
+			Parameters: ModifySetParameters{PathTests: tests, Operation: op, Values: Values{FromList: vals}}}})
+	case 3:
+		m, _ = NewAssignImage(&AssignImage{ObjectMeta: meta, Spec: AssignImageSpec{ApplyTo: typedApplyTo, Location: loc,
+			Parameters: AssignImageParameters{PathTests: tests, AssignDomain: []string{"", "r.io"}[s.next(2)], AssignTag: []string{":v1", ""}[s.next(2)], AssignPath: []string{"", "lib/app"}[s.next(2)]}}})
+	default:
+		var field AssignField
+		if s.next(3) == 0 {
+			field = AssignField{FromMetadata: &FromMetadata{Field: []string{"name", "namespace"}[s.next(2)]}}
+		} else {
+			field = AssignField{Value: &Value{Value: []string{"v", "", "platform"}[s.next(3)]}}
+		}
+		m, _ = NewAssignMetadata(&AssignMetadata{ObjectMeta: meta, Spec: AssignMetadataSpec{
+			Location:   "metadata." + []string{"labels", "annotations"}[s.next(2)] + "." + typedLabelNames[s.next(len(typedLabelNames))],
+			Parameters: MetadataParameters{Assign: field}}})
+	}
+	return m
+}
+
+func typedContainer(s *bytesSource) corev1.Container {
+	c := corev1.Container{Name: []string{"app", "proxy", "sidecar", ""}[s.next(4)]}
+	if s.next(2) == 0 {
+		c.Image = []string{"nginx:1.27", "docker.io/fluent/fluent-bit:3", "r.io/lib/app:v1", "envoy"}[s.next(4)]
+	}
+	if s.next(3) == 0 {
+		c.ImagePullPolicy = corev1.PullIfNotPresent
+	}
+	switch s.next(4) {
+	case 0:
+		c.Args = []string{"--v=2", "-x"}[:s.next(3)]
+	case 1:
+		c.Args = []string{}
+	}
+	for i := s.next(3); i > 0; i-- {
+		e := corev1.EnvVar{Name: []string{"A", "B", "app"}[s.next(3)]}
+		if s.next(2) == 0 {
+			e.Value = "v"
+		}
+		c.Env = append(c.Env, e)
+	}
+	for i := s.next(3); i > 0; i-- {
+		c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: []int32{80, 8080, 0}[s.next(3)], Name: []string{"", "http"}[s.next(2)]})
+	}
+	if s.next(3) == 0 {
+		c.SecurityContext = &corev1.SecurityContext{}
+		if s.next(2) == 0 {
+			f := false
+			c.SecurityContext.AllowPrivilegeEscalation = &f
+		}
+	}
+	return c
+}
+
+func typedPodSpec(s *bytesSource) corev1.PodSpec {
+	var spec corev1.PodSpec
+	for i := s.next(4); i > 0; i-- {
+		spec.Containers = append(spec.Containers, typedContainer(s))
+	}
+	if s.next(3) == 0 {
+		spec.InitContainers = []corev1.Container{typedContainer(s)}
+	}
+	if s.next(3) == 0 {
+		spec.SecurityContext = &corev1.PodSecurityContext{}
+		if s.next(2) == 0 {
+			t := true
+			spec.SecurityContext.RunAsNonRoot = &t
+		}
+	}
+	if s.next(3) == 0 {
+		g := int64(s.next(3) * 15)
+		spec.TerminationGracePeriodSeconds = &g
+	}
+	if s.next(4) == 0 {
+		spec.NodeSelector = map[string]string{"app": "x"}
+	}
+	if s.next(4) == 0 {
+		spec.Hostname = "h"
+	}
+	return spec
+}
+
+func typedMeta(s *bytesSource) metav1.ObjectMeta {
+	om := metav1.ObjectMeta{Name: []string{"web", ""}[s.next(2)], Namespace: "default"}
+	if om.Name == "" {
+		om.GenerateName = "web-"
+	}
+	if s.next(2) == 0 {
+		om.Labels = map[string]string{"app": "web"}
+	}
+	if s.next(3) == 0 {
+		om.Annotations = map[string]string{"owner": ""}
+	}
+	return om
+}
+
+// typedObject builds a Pod or a Deployment.
+func typedObjectFrom(s *bytesSource) (runtime.Object, schema.GroupVersionKind) {
+	if s.next(3) == 0 {
+		d := &appsv1.Deployment{ObjectMeta: typedMeta(s)}
+		if s.next(2) == 0 {
+			r := int32(s.next(3))
+			d.Spec.Replicas = &r
+		}
+		d.Spec.Template.ObjectMeta = typedMeta(s)
+		d.Spec.Template.Spec = typedPodSpec(s)
+		return d, deployGVK
+	}
+	return &corev1.Pod{ObjectMeta: typedMeta(s), Spec: typedPodSpec(s)}, schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+}
+
+func typedTarget(obj runtime.Object, gvk schema.GroupVersionKind) *match.Target {
+	a := obj.(metav1.Object)
+	return &match.Target{GVK: gvk, Namespace: a.GetNamespace(), Name: a.GetName(), GenerateName: a.GetGenerateName(), Labels: labels.Set(a.GetLabels())}
+}
+
+type diffStats struct{ typed, fallback, mutated, errored, fights int }
+
+// checkTypedEquivalence runs cands both ways on obj and fails t on any
+// difference. It reports which way the typed path went.
+func checkTypedEquivalence(t testing.TB, cands []*Mutator, orig runtime.Object, gvk schema.GroupVersionKind, st *diffStats) {
+	t.Helper()
+	typed := orig.DeepCopyObject()
+	tres, terr := MutateTyped(cands, typed, typedTarget(orig, gvk))
+	if errors.Is(terr, ErrTypedUnsupported) {
+		st.fallback++
+		if !equality.Semantic.DeepEqual(typed, orig) || !reflect.DeepEqual(typed, orig) {
+			t.Fatalf("unsupported (%v) but the object changed", terr)
+		}
+		return
+	}
+	st.typed++
+
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(orig.DeepCopyObject())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ures, uerr := Mutate(cands, content, typedTarget(orig, gvk))
+	if (terr == nil) != (uerr == nil) || (terr != nil && terr.Error() != uerr.Error()) {
+		t.Fatalf("errors differ:\ntyped        %v\nunstructured %v", terr, uerr)
+	}
+	if !reflect.DeepEqual(tres, ures) {
+		t.Fatalf("results differ:\ntyped        %+v\nunstructured %+v", tres, ures)
+	}
+	if tres.Passes >= 3 {
+		st.fights++
+	}
+	if terr != nil {
+		st.errored++
+		return
+	}
+	want := orig.DeepCopyObject()
+	if ures.Mutated() {
+		st.mutated++
+		out := reflect.New(reflect.TypeOf(orig).Elem()).Interface()
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, out); err != nil {
+			t.Fatalf("the typed path succeeded where the unstructured one gives an invalid object: %v", err)
+		}
+		want = out.(runtime.Object)
+	}
+	gotJ, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJ, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(gotJ, wantJ) || !jsonEqual(gotJ, wantJ) {
+		t.Fatalf("objects differ:\ntyped        %s\nunstructured %s", toYAML(gotJ), toYAML(wantJ))
+	}
+}
+
+func typedCase(data []byte) ([]*Mutator, runtime.Object, schema.GroupVersionKind, bool) {
+	s := &bytesSource{b: data}
+	obj, gvk := typedObjectFrom(s)
+	deploy := gvk == deployGVK
+	var ms []*Mutator
+	var prev [2]any
+	for i := s.next(6); i >= 0; i-- {
+		if m := typedMutator(s, i, deploy, &prev); m != nil {
+			ms = append(ms, m)
+		}
+	}
+	sys, err := NewSystem(ms)
+	if err != nil {
+		return nil, nil, gvk, false
+	}
+	return sys.Candidates(gvk, OperationCreate), obj, gvk, true
+}
+
+func describeCase(cands []*Mutator) string {
+	var b strings.Builder
+	for _, m := range cands {
+		fmt.Fprintf(&b, "\n  %s %s %v conds=%v value=%v values=%v prune=%v", m.id, m.location.String(), m.fromMetadata, m.conds, m.value, m.values, m.prune)
+	}
+	return b.String()
+}
+
+func FuzzTypedDifferential(f *testing.F) {
+	r := rand.New(rand.NewSource(1))
+	for i := 0; i < 20; i++ {
+		b := make([]byte, 40+r.Intn(80))
+		r.Read(b)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cands, obj, gvk, ok := typedCase(data)
+		if !ok {
+			return
+		}
+		defer func() {
+			if t.Failed() {
+				t.Log(describeCase(cands))
+			}
+		}()
+		checkTypedEquivalence(t, cands, obj, gvk, &diffStats{})
+	})
+}
+
+// TestTypedDifferential runs the differential check on random cases at
+// every test run; the fuzz target goes further.
+func TestTypedDifferential(t *testing.T) {
+	n := 20000
+	if testing.Short() {
+		n = 2000
+	}
+	r := rand.New(rand.NewSource(42))
+	var st diffStats
+	for i := 0; i < n; i++ {
+		data := make([]byte, 30+r.Intn(120))
+		r.Read(data)
+		cands, obj, gvk, ok := typedCase(data)
+		if !ok {
+			continue
+		}
+		ok = t.Run("", func(t *testing.T) {
+			defer func() {
+				if t.Failed() {
+					t.Logf("case %d (%x):%s", i, data, describeCase(cands))
+				}
+			}()
+			checkTypedEquivalence(t, cands, obj, gvk, &st)
+		})
+		if !ok {
+			break
+		}
+	}
+	t.Logf("typed %d (of which mutated %d, three passes or more %d, errors %d), fell back %d", st.typed, st.mutated, st.fights, st.errored, st.fallback)
+	if st.typed < n/10 || st.mutated < n/20 {
+		t.Errorf("too few cases ran typed to prove anything: %+v", st)
+	}
+}
+
+func podMutator(kind, name, location, params string) string {
+	api := "v1"
+	if kind == KindAssignImage {
+		api = "v1alpha1"
+	}
+	return fmt.Sprintf(`apiVersion: mutations.gatekeeper.sh/%s
+kind: %s
+metadata: {name: %s}
+spec:
+  applyTo: [{groups: [""], versions: ["v1"], kinds: [Pod]}]
+  location: '%s'
+  parameters: %s
+`, api, kind, name, location, params)
+}
+
+func testPod() *corev1.Pod {
+	f := false
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "app", Image: "nginx:1.27", Args: []string{"--v=2"}, Env: []corev1.EnvVar{{Name: "A", Value: "1"}}},
+			{Name: "proxy", Image: "envoy", Ports: []corev1.ContainerPort{{ContainerPort: 8080}}, SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: &f}},
+		}},
+	}
+}
+
+// The shapes that must run typed, each checked against the unstructured
+// path.
+func TestTypedSupported(t *testing.T) {
+	tests := []struct{ name, doc string }{
+		{"scalar in a glob", podMutator(KindAssign, "a", "spec.containers[name:*].imagePullPolicy", "{assign: {value: Always}}")},
+		{"keyed element created", podMutator(KindAssign, "a", "spec.containers[name: app].env[name: B].value", "{assign: {value: x}}")},
+		{"keyed element exists", podMutator(KindAssign, "a", "spec.containers[name: app].env[name: A].value", "{assign: {value: x}}")},
+		{"integer key", podMutator(KindAssign, "a", "spec.containers[name: proxy].ports[containerPort: 8080].protocol", "{assign: {value: UDP}}")},
+		{"integer key created", podMutator(KindAssign, "a", "spec.containers[name: proxy].ports[containerPort: 9090].name", "{assign: {value: metrics}}")},
+		{"pointer parent created", podMutator(KindAssign, "a", "spec.securityContext.runAsNonRoot", "{assign: {value: true}}")},
+		{"pointer scalar", podMutator(KindAssign, "a", "spec.terminationGracePeriodSeconds", "{assign: {value: 30}}")},
+		{"pointer scalar unchanged", podMutator(KindAssign, "a", "spec.containers[name: proxy].securityContext.allowPrivilegeEscalation", "{assign: {value: false}}")},
+		{"struct value", podMutator(KindAssign, "a", "spec.securityContext", "{assign: {value: {runAsUser: 1000, runAsNonRoot: true}}}")},
+		{"default if unset", podMutator(KindAssign, "a", "spec.containers[name:*].imagePullPolicy", "{pathTests: [{subPath: 'spec.containers[name:*].imagePullPolicy', condition: MustNotExist}], assign: {value: Always}}")},
+		{"new container", podMutator(KindAssign, "a", "spec.containers[name: side].image", "{assign: {value: x}}")},
+		{"must exist stops creation", podMutator(KindAssign, "a", "spec.containers[name: side].image", "{pathTests: [{subPath: 'spec.containers[name: side]', condition: MustExist}], assign: {value: x}}")},
+		{"fromMetadata", podMutator(KindAssign, "a", "spec.containers[name: app].env[name: NS].value", "{assign: {fromMetadata: {field: namespace}}}")},
+		{"map entry", podMutator(KindAssign, "a", "spec.nodeSelector.zone", "{assign: {value: a}}")},
+		{"prune", podMutator(KindModifySet, "a", "spec.containers[name:*].args", "{operation: prune, values: {fromList: [--v=2]}}")},
+		{"merge", podMutator(KindModifySet, "a", "spec.containers[name:*].args", "{values: {fromList: [-x, -x, --v=2]}}")},
+		{"image", podMutator(KindAssignImage, "a", "spec.containers[name:*].image", "{assignDomain: mirror.example.com}")},
+		{"label", `apiVersion: mutations.gatekeeper.sh/v1
+kind: AssignMetadata
+metadata: {name: a}
+spec:
+  location: metadata.labels.owner
+  parameters: {assign: {value: platform}}
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := mustDecode(t, tt.doc)
+			pod := testPod()
+			if _, err := MutateTyped([]*Mutator{m}, pod.DeepCopy(), typedTarget(pod, podTarget().GVK)); err != nil {
+				t.Fatalf("not typed: %v", err)
+			}
+			var st diffStats
+			checkTypedEquivalence(t, []*Mutator{m}, pod, podTarget().GVK, &st)
+		})
+	}
+}
+
+// What falls back, and why.
+func TestTypedFallsBack(t *testing.T) {
+	prune := mustDecode(t, podMutator(KindModifySet, "a-prune", "spec.containers[name:*].args", "{operation: prune, values: {fromList: [--v=2]}}"))
+	// After the prune, the map holds args: [] (present) while the typed
+	// pod's empty omitempty list is missing: this MustExist would tell.
+	merge := mustDecode(t, podMutator(KindModifySet, "b-merge", "spec.containers[name:*].args", "{pathTests: [{subPath: 'spec.containers[name:*].args', condition: MustExist}], values: {fromList: [-x]}}"))
+	tests := []struct {
+		name string
+		ms   []*Mutator
+		want string
+	}{
+		{"string key on an integer field", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", `spec.containers[name: proxy].ports[containerPort: "8080"].protocol`, "{assign: {value: UDP}}"))}, "does not fit a int32"},
+		{"value of the wrong type", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", "spec.terminationGracePeriodSeconds", "{assign: {value: soon}}"))}, "does not decode"},
+		{"value out of range", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", "spec.containers[name:*].ports[containerPort: 80].hostPort", "{assign: {value: 1099511627776}}"))}, "does not read back"},
+		{"unknown field dropped by the decoder", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", "spec.containers[name:*].colour", "{assign: {value: red}}"))}, `no field "colour"`},
+		{"empty value left out by omitempty", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", "spec.hostname", `{assign: {value: ""}}`))}, "does not read back"},
+		{"whole list element", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", "spec.containers[name: side]", "{assign: {value: {name: side, image: x}}}"))}, "whole list element"},
+		{"new port reads with containerPort: 0", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", "spec.containers[name: app].ports[name: http].protocol", "{assign: {value: TCP}}"))}, "would also read with containerPort: 0"},
+		{"new container's resources: {} looked at", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", "spec.containers[name: side].image", "{assign: {value: x}}")),
+			mustDecode(t, podMutator(KindAssign, "b", "spec.containers[name:*].resources.claims[name: c].request", "{pathTests: [{subPath: 'spec.containers[name:*].resources', condition: MustExist}], assign: {value: x}}"))}, "looks at spec.containers[name: *].resources"},
+		{"quantity on the way", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", "spec.overhead.cpu.x", "{assign: {value: x}}"))}, "not an object"},
+		{"inline TypeMeta", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", "kind", "{assign: {value: x}}"))}, "inlines"},
+		{"ModifySet on structured elements", []*Mutator{mustDecode(t, podMutator(KindModifySet, "a", "spec.containers[name:*].env", "{values: {fromList: [{name: B}]}}"))}, "ModifySet on a []v1.EnvVar"},
+		{"ModifySet of a number", []*Mutator{mustDecode(t, podMutator(KindModifySet, "a", "spec.containers[name:*].args", "{values: {fromList: [1]}}"))}, "ModifySet of a number"},
+		{"prune next to a reader of the same field", []*Mutator{prune, merge}, "prunes a field"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := testPod()
+			_, err := MutateTyped(tt.ms, pod, typedTarget(pod, podTarget().GVK))
+			if !errors.Is(err, ErrTypedUnsupported) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want unsupported with %q", err, tt.want)
+			}
+			if !reflect.DeepEqual(pod, testPod()) {
+				t.Fatal("the pod changed")
+			}
+			var st diffStats
+			checkTypedEquivalence(t, tt.ms, pod, podTarget().GVK, &st)
+		})
+	}
+
+	// An empty name written by fromMetadata into an omitempty field is
+	// known before anything changes.
+	m := mustDecode(t, podMutator(KindAssign, "a", "spec.hostname", "{assign: {fromMetadata: {field: name}}}"))
+	pod := testPod()
+	pod.Name, pod.GenerateName = "", "web-"
+	if _, err := MutateTyped([]*Mutator{m}, pod, typedTarget(pod, podTarget().GVK)); !errors.Is(err, ErrTypedUnsupported) {
+		t.Fatalf("error %v", err)
+	}
+	pod.Name = "web"
+	if _, err := MutateTyped([]*Mutator{m}, pod, typedTarget(pod, podTarget().GVK)); err != nil || pod.Spec.Hostname != "web" {
+		t.Fatalf("error %v, hostname %q", err, pod.Spec.Hostname)
+	}
+}
