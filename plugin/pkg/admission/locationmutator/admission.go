@@ -9,6 +9,7 @@ package locationmutator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -59,6 +60,8 @@ type Plugin struct {
 	// namespaceLabels is bound once so that requests do not allocate a
 	// method value.
 	namespaceLabels match.NamespaceLabelsFunc
+	// unstructuredOnly turns the typed path off (tests and benchmarks).
+	unstructuredOnly bool
 }
 
 var (
@@ -205,6 +208,28 @@ func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, ob
 		}
 	} else {
 		versioned = obj
+	}
+	if !p.unstructuredOnly {
+		// Mutate the typed object directly when the mutators allow it;
+		// the result is the same as through the unstructured form below.
+		res, err := mutation.MutateTyped(candidates, versioned, target)
+		switch {
+		case errors.Is(err, mutation.ErrTypedUnsupported):
+			klog.V(5).InfoS("LocationMutator mutates through the unstructured form", "kind", gvk, "reason", err)
+		case err != nil:
+			return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
+		default:
+			if !res.Mutated() {
+				return nil
+			}
+			if internal {
+				if err := o.GetObjectConvertor().Convert(versioned, obj, nil); err != nil {
+					return apierrors.NewInternalError(fmt.Errorf("%s: converting back from %v: %w", PluginName, gvk, err))
+				}
+			}
+			p.record(a, res)
+			return nil
+		}
 	}
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(versioned)
 	if err != nil {

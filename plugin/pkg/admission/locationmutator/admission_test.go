@@ -17,6 +17,8 @@ import (
 	admissiontesting "k8s.io/apiserver/pkg/admission/testing"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
 
 func TestRegister(t *testing.T) {
@@ -305,5 +307,37 @@ func TestGatekeeperShapedManifests(t *testing.T) {
 	}
 	if !equality.Semantic.DeepEqual(before, pod) {
 		t.Errorf("a pod at its fixed point changed on UPDATE: %s", cmp.Diff(before, pod))
+	}
+}
+
+// The benchmark's ten mutators all take the typed path, and Admit gives the
+// same pod and the same audit annotation either way.
+func TestAdmitTypedMatchesUnstructured(t *testing.T) {
+	o := admission.NewObjectInterfacesFromScheme(testScheme(t))
+	typed := newTestPlugin(t, config(tenPodMutators...))
+	unstr := newTestPlugin(t, config(tenPodMutators...))
+	unstr.unstructuredOnly = true
+
+	pod := threeContainerPod()
+	target := typed.target(attrs(pod, podGVK, podGVR, "prod", "web", admission.Create, ""), pod)
+	if _, err := mutation.MutateTyped(typed.system.Candidates(podGVK, "CREATE"), pod.DeepCopy(), &target); err != nil {
+		t.Fatalf("the ten mutators must run typed: %v", err)
+	}
+
+	for _, op := range []admission.Operation{admission.Create, admission.Update} {
+		a1 := record(attrs(threeContainerPod(), podGVK, podGVR, "prod", "web", op, ""))
+		a2 := record(attrs(threeContainerPod(), podGVK, podGVR, "prod", "web", op, ""))
+		if err := admissiontesting.WithReinvocationTesting(t, typed).Admit(context.Background(), a1, o); err != nil {
+			t.Fatal(err)
+		}
+		if err := admissiontesting.WithReinvocationTesting(t, unstr).Admit(context.Background(), a2, o); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(a2.GetObject(), a1.GetObject()); d != "" || !equality.Semantic.DeepEqual(a1.GetObject(), a2.GetObject()) {
+			t.Errorf("%s: typed and unstructured paths differ (-unstructured +typed):\n%s", op, d)
+		}
+		if a1.annotations[AnnotationKey] != a2.annotations[AnnotationKey] || a1.annotations[AnnotationKey] == "" {
+			t.Errorf("%s: annotations %q and %q", op, a1.annotations[AnnotationKey], a2.annotations[AnnotationKey])
+		}
 	}
 }

@@ -103,41 +103,61 @@ spec:
   parameters: {assignDomain: mirror.example.com}`,
 }
 
-// Ten matching mutators on a 3-container pod, end to end through Admit
-// (to unstructured, the passes, back to a typed Pod). "fresh" changes the
-// pod every time; "mutated" admits a pod that already has every change.
+// Ten matching mutators on a 3-container pod, end to end through Admit.
+// "fresh" changes the pod every time; "mutated" admits a pod that already
+// has every change. The typed path is the default; "unstructured/..." runs
+// the same through the unstructured form (to a map, the passes, back to a
+// typed Pod), as every request did before.
 func BenchmarkAdmitTenMatching(b *testing.B) {
 	if len(tenPodMutators) != 10 {
 		b.Fatalf("%d mutators", len(tenPodMutators))
 	}
+	benchAdmit(b, tenPodMutators, func(done *corev1.Pod) {
+		if !strings.HasPrefix(done.Spec.Containers[0].Image, "mirror.example.com/") {
+			b.Fatalf("not mutated: %+v", done.Spec.Containers[0])
+		}
+	})
+}
+
+// One Assign of imagePullPolicy, the real-server comparison's case.
+func BenchmarkAdmitOneAssign(b *testing.B) {
+	benchAdmit(b, []string{pullAlways}, func(done *corev1.Pod) {
+		if done.Spec.Containers[0].ImagePullPolicy != corev1.PullAlways {
+			b.Fatalf("not mutated: %+v", done.Spec.Containers[0])
+		}
+	})
+}
+
+func benchAdmit(b *testing.B, mutators []string, check func(*corev1.Pod)) {
 	o := admission.NewObjectInterfacesFromScheme(testScheme(b))
-	p := newTestPlugin(b, config(tenPodMutators...))
-	fresh := threeContainerPod()
-	b.Run("fresh", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			pod := fresh.DeepCopy()
-			if err := p.Admit(context.Background(), attrs(pod, podGVK, podGVR, "prod", "web", admission.Create, ""), o); err != nil {
-				b.Fatal(err)
+	for _, path := range []string{"", "unstructured/"} {
+		p := newTestPlugin(b, config(mutators...))
+		p.unstructuredOnly = path != ""
+		fresh := threeContainerPod()
+		b.Run(path+"fresh", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				pod := fresh.DeepCopy()
+				if err := p.Admit(context.Background(), attrs(pod, podGVK, podGVR, "prod", "web", admission.Create, ""), o); err != nil {
+					b.Fatal(err)
+				}
 			}
+		})
+		done := threeContainerPod()
+		if err := p.Admit(context.Background(), attrs(done, podGVK, podGVR, "prod", "web", admission.Create, ""), o); err != nil {
+			b.Fatal(err)
 		}
-	})
-	done := threeContainerPod()
-	if err := p.Admit(context.Background(), attrs(done, podGVK, podGVR, "prod", "web", admission.Create, ""), o); err != nil {
-		b.Fatal(err)
-	}
-	if !strings.HasPrefix(done.Spec.Containers[0].Image, "mirror.example.com/") {
-		b.Fatalf("not mutated: %+v", done.Spec.Containers[0])
-	}
-	a := attrs(done, podGVK, podGVR, "prod", "web", admission.Update, "")
-	b.Run("mutated", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := p.Admit(context.Background(), a, o); err != nil {
-				b.Fatal(err)
+		check(done)
+		a := attrs(done, podGVK, podGVR, "prod", "web", admission.Update, "")
+		b.Run(path+"mutated", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.Admit(context.Background(), a, o); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+	}
 }
 
 // The cost of copying the same pod, for scale.
