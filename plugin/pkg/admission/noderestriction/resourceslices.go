@@ -62,27 +62,31 @@ func resourceSliceNodeName(obj runtime.Object, a admission.Attributes, o admissi
 	if isNilObject(obj) {
 		return "", unexpectedType(obj, nil)
 	}
-	switch s := obj.(type) {
-	case *resourcev1.ResourceSlice:
-		return derefString(s.Spec.NodeName), nil
-	case *resourcev1beta2.ResourceSlice:
-		return derefString(s.Spec.NodeName), nil
-	case *resourcev1beta1.ResourceSlice:
-		return s.Spec.NodeName, nil
+	if name, ok := versionedResourceSliceNodeName(obj); ok {
+		return name, nil
 	}
 	out, err := convertObject(obj, a, resourceSliceGVK, o)
 	if err != nil {
 		return "", unexpectedType(obj, err)
 	}
-	switch s := out.(type) {
-	case *resourcev1.ResourceSlice:
-		return derefString(s.Spec.NodeName), nil
-	case *resourcev1beta2.ResourceSlice:
-		return derefString(s.Spec.NodeName), nil
-	case *resourcev1beta1.ResourceSlice:
-		return s.Spec.NodeName, nil
+	if name, ok := versionedResourceSliceNodeName(out); ok {
+		return name, nil
 	}
 	return "", fmt.Errorf("unexpected type %T", obj)
+}
+
+// versionedResourceSliceNodeName reads spec.nodeName of a ResourceSlice of
+// a served version; ok is false for any other type.
+func versionedResourceSliceNodeName(obj runtime.Object) (name string, ok bool) {
+	switch s := obj.(type) {
+	case *resourcev1.ResourceSlice:
+		return derefString(s.Spec.NodeName), true
+	case *resourcev1beta2.ResourceSlice:
+		return derefString(s.Spec.NodeName), true
+	case *resourcev1beta1.ResourceSlice:
+		return s.Spec.NodeName, true
+	}
+	return "", false
 }
 
 func derefString(s *string) string {
