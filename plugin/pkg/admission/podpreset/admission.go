@@ -230,7 +230,10 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 		p.reportConflict(ctx, a, podMeta, presets, err)
 		return nil
 	}
-	klog.FromContext(ctx).V(4).Info("Applied pod presets", "pod", podRef(a.GetNamespace(), podMeta), "presets", presetNames(presets))
+	// The preset names are formatted only when they will be logged.
+	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
+		logger.Info("Applied pod presets", "pod", podRef(a.GetNamespace(), podMeta), "presets", presetNames(presets))
+	}
 	if pod == obj {
 		return nil
 	}
