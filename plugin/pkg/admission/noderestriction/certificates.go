@@ -140,10 +140,10 @@ func (p *Plugin) validatePodCertificateRequest(ctx context.Context, nodeName str
 		return admission.NewForbidden(a, fmt.Errorf("PodCertificateRequest.Spec.NodeName=%q, which is not the requesting node %q", req.nodeName, nodeName))
 	}
 	node, err := p.nodesGetter.Get(string(req.nodeName))
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("while retrieving node %q named in the PodCertificateRequest: %w", req.nodeName, err)
-	}
 	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("while retrieving node %q named in the PodCertificateRequest: %w", req.nodeName, err)
+		}
 		return admission.NewForbidden(a, fmt.Errorf("while retrieving node %q named in the PodCertificateRequest: %w", req.nodeName, err))
 	}
 	if node.UID != req.nodeUID {
@@ -151,10 +151,10 @@ func (p *Plugin) validatePodCertificateRequest(ctx context.Context, nodeName str
 	}
 
 	pod, err := p.podsGetter.Pods(namespace).Get(req.podName)
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("while retrieving pod %q named in the PodCertificateRequest: %w", podKey, err)
-	}
 	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("while retrieving pod %q named in the PodCertificateRequest: %w", podKey, err)
+		}
 		return admission.NewForbidden(a, fmt.Errorf("while retrieving pod %q named in the PodCertificateRequest: %w", podKey, err))
 	}
 	if req.podUID != pod.UID {
@@ -172,10 +172,10 @@ func (p *Plugin) validatePodCertificateRequest(ctx context.Context, nodeName str
 		return admission.NewForbidden(a, fmt.Errorf("PodCertificateRequest for pod %q contains serviceAccountName (%q) that differs from running pod (%q)", podKey, req.serviceAccountName, pod.Spec.ServiceAccountName))
 	}
 	sa, err := p.serviceAccountGetter.ServiceAccounts(namespace).Get(req.serviceAccountName)
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("while retrieving service account %q named in the PodCertificateRequest: %w", namespace+"/"+req.serviceAccountName, err)
-	}
 	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("while retrieving service account %q named in the PodCertificateRequest: %w", namespace+"/"+req.serviceAccountName, err)
+		}
 		return admission.NewForbidden(a, fmt.Errorf("while retrieving service account %q named in the PodCertificateRequest: %w", namespace+"/"+req.serviceAccountName, err))
 	}
 	if req.serviceAccountUID != sa.UID {

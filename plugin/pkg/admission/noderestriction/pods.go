@@ -47,10 +47,10 @@ func (p *Plugin) validatePod(nodeName string, a admission.Attributes, o admissio
 		return p.validateMirrorPodCreate(nodeName, a, o)
 	case admission.Delete:
 		pod, err := p.podsGetter.Pods(a.GetNamespace()).Get(a.GetName())
-		if apierrors.IsNotFound(err) {
-			return err
-		}
 		if err != nil {
+			if apierrors.IsNotFound(err) {
+				return err
+			}
 			return admission.NewForbidden(a, err)
 		}
 		if pod.Spec.NodeName != nodeName {
@@ -111,10 +111,10 @@ func (p *Plugin) validateMirrorPodCreate(nodeName string, a admission.Attributes
 	// The UID pins the owner to this incarnation of the Node: a reference to
 	// a deleted and re-registered node would orphan the pod.
 	node, err := p.nodesGetter.Get(nodeName)
-	if apierrors.IsNotFound(err) {
-		return err
-	}
 	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return err
+		}
 		return admission.NewForbidden(a, fmt.Errorf("error looking up node %s to verify uid: %v", nodeName, err))
 	}
 	if owner.UID != node.UID {
@@ -286,10 +286,10 @@ func (p *Plugin) validatePodEviction(nodeName string, a admission.Attributes, o 
 		podName = evictionName
 	}
 	pod, err := p.podsGetter.Pods(a.GetNamespace()).Get(podName)
-	if apierrors.IsNotFound(err) {
-		return err
-	}
 	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return err
+		}
 		return admission.NewForbidden(a, err)
 	}
 	if pod.Spec.NodeName != nodeName {

@@ -72,10 +72,10 @@ func (p *Plugin) validateServiceAccount(ctx context.Context, nodeName string, a 
 		return admission.NewForbidden(a, fmt.Errorf("node requested token with a pod binding without a uid"))
 	}
 	pod, err := p.podsGetter.Pods(a.GetNamespace()).Get(ref.Name)
-	if apierrors.IsNotFound(err) {
-		return err
-	}
 	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return err
+		}
 		return admission.NewForbidden(a, err)
 	}
 	if ref.UID != pod.UID {
