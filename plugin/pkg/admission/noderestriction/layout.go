@@ -37,13 +37,15 @@ import (
 // reflect.Value instead measured about 6 ns a field here, which put a
 // mirror-pod create (some sixty fields) well past the upstream budget.
 //
-// Safety rests on three invariants, all established at resolve time:
-// an offset is only ever applied to a pointer to the exact struct type it
-// was resolved on (shapes are cached by the object's reflect.Type and
-// element types are resolved from the slice or pointer that holds them);
-// an offset path crosses no pointer except where a hop says so, and a hop
-// reads a field whose kind is Pointer; and each read matches the field's
-// kind (string, slice, pointer) or, for typed reads, its exact Go type.
+// Safety rests on four invariants, the first three established at resolve
+// time: an offset is only ever applied to a pointer to the exact struct
+// type it was resolved on (shapes are cached by the object's reflect.Type
+// and element types are resolved from the slice or pointer that holds
+// them); an offset path crosses no pointer except where a hop says so, and
+// a hop reads a field whose kind is Pointer; each read matches the field's
+// kind (string, slice, pointer) or, for typed reads, its exact Go type. And
+// an object's address is taken from its interface (pointerIn) only once its
+// dynamic type is known to be a pointer to a struct.
 
 // path locates a field from the start of a struct: off is its offset from
 // the base, or, when rest is set, the offset of a pointer to follow; each
@@ -113,6 +115,16 @@ func (f *path) slice(base unsafe.Pointer) (unsafe.Pointer, int) {
 	return h.data, h.len
 }
 
+// directLen is the length of a slice field resolved with direct.
+func (f *path) directLen(base unsafe.Pointer) int {
+	return (*sliceHeader)(unsafe.Add(base, f.off)).len
+}
+
+// directPtr reads a pointer field resolved with direct.
+func (f *path) directPtr(base unsafe.Pointer) unsafe.Pointer {
+	return *(*unsafe.Pointer)(unsafe.Add(base, f.off))
+}
+
 // at is the address of element i of a slice read by f.
 func (f *path) at(data unsafe.Pointer, i int) unsafe.Pointer {
 	return unsafe.Add(data, uintptr(i)*f.elemSize)
@@ -136,6 +148,16 @@ func typedAt[T any](f *path, base unsafe.Pointer) *T {
 		return nil
 	}
 	return (*T)(p)
+}
+
+// pointerIn returns the pointer an interface holds, for an object whose
+// dynamic type is known to be a pointer type. It reads the interface's data
+// word, which for a pointer is the pointer itself; reflect's
+// Value.UnsafePointer answers the same but costs a kind switch that, on
+// the hot path, is several nanoseconds of a budget of tens.
+// TestPointerIn holds the two to the same answer.
+func pointerIn(obj runtime.Object) unsafe.Pointer {
+	return (*[2]unsafe.Pointer)(unsafe.Pointer(&obj))[1]
 }
 
 // resolver resolves field names into paths. The first failure sticks, so
@@ -198,6 +220,17 @@ func (r *resolver) field(t reflect.Type, want reflect.Kind, names ...string) pat
 	return f
 }
 
+// direct is field for a field reached without following a pointer, whose
+// offset then applies to the struct itself: the hottest reads (directLen,
+// directPtr) cost one load and inline where a path's would not.
+func (r *resolver) direct(t reflect.Type, want reflect.Kind, names ...string) path {
+	f := r.field(t, want, names...)
+	if r.err == nil && f.rest != nil {
+		r.err = fmt.Errorf("field %v is reached through a pointer", names)
+	}
+	return f
+}
+
 // has reports whether struct type t has an exported field name; optional
 // fields (a volume source one version lacks) are resolved only when present.
 func has(t reflect.Type, name string) bool {
@@ -225,88 +258,85 @@ func exactType[T any](r *resolver, t reflect.Type, names ...string) path {
 	return f
 }
 
-// shapeCache remembers, per Go type, the shape a rule resolved for it, and
-// which typer confirmed that the type is the rule's kind: the kind is
-// checked with the chain's typer, as upstream's type assertion would, so
-// that a foreign object with look-alike fields is not read as a Pod.
+// shapeCache remembers, per Go type, the shape a rule resolved for it.
+// Before a type is first read as the rule's kind, the chain's typer must
+// say it is of that kind, as upstream's type assertion would, so that a
+// foreign object with look-alike fields is not read as a Pod. A Go type
+// does not change kind, so once confirmed the type admits an object with
+// no typer call: the hot path is a type comparison. A request without
+// ObjectInterfaces is still refused, whatever was confirmed before, so that
+// its outcome does not depend on the requests before it.
 type shapeCache[S any] struct {
 	kind  schema.GroupKind
 	build func(r *resolver, t reflect.Type) *S
 
-	// last is the type and typer of the latest success: inside
-	// kube-apiserver a rule sees one internal type through one scheme, so
-	// this spares the map lookups on every request.
+	// last is the latest type confirmed: inside kube-apiserver a rule sees
+	// one internal type, so this spares the map lookup on every request.
 	last   atomic.Pointer[shapeEntry[S]]
-	byType sync.Map // reflect.Type of the struct → *shapeEntry[S]
+	byType sync.Map // reflect.Type of the pointer → *shapeEntry[S]
 }
 
 type shapeEntry[S any] struct {
-	ptrType reflect.Type
-	typer   runtime.ObjectTyper // nil when the typer's type is not comparable
-	scheme  *runtime.Scheme     // the typer, when it is a scheme
-	shape   *S
-	err     error
-}
-
-// sameTyper reports whether typer is the one e was confirmed by. The
-// scheme, which is what kube-apiserver's handlers hand out, is compared
-// as a pointer, sparing the runtime's interface comparison on every
-// request. A stored typer is of a comparable type, so == cannot panic:
-// equal dynamic types are then comparable, and unequal ones compare false.
-func sameTyper[S any](e *shapeEntry[S], typer runtime.ObjectTyper) bool {
-	if s, ok := typer.(*runtime.Scheme); ok {
-		return s == e.scheme && s != nil
-	}
-	return e.typer != nil && e.typer == typer
+	ptrType   reflect.Type
+	shape     *S
+	err       error       // why the type has no shape
+	confirmed atomic.Bool // a typer said the type is of the cache's kind
 }
 
 // read returns the address of obj's struct and its shape, or the
 // "unexpected type" error a rule returns for an object it cannot read.
 func (c *shapeCache[S]) read(obj runtime.Object, o admission.ObjectInterfaces) (unsafe.Pointer, *S, error) {
-	var typer runtime.ObjectTyper
-	if o != nil {
-		typer = o.GetObjectTyper()
-	}
-	t := reflect.TypeOf(obj)
-	if e := c.last.Load(); e != nil && e.ptrType == t && sameTyper(e, typer) {
-		if p := reflect.ValueOf(obj).UnsafePointer(); p != nil {
+	if e := c.last.Load(); e != nil && e.ptrType == reflect.TypeOf(obj) && o != nil {
+		if p := pointerIn(obj); p != nil {
 			return p, e.shape, nil
 		}
 	}
+	return c.readSlow(obj, o)
+}
+
+// readSlow is read for a type other than the latest: resolve its shape
+// once, then have it confirmed by the typer unless it already was.
+func (c *shapeCache[S]) readSlow(obj runtime.Object, o admission.ObjectInterfaces) (unsafe.Pointer, *S, error) {
 	if isNilObject(obj) {
 		return nil, nil, unexpectedType(obj, nil)
 	}
-	if typer == nil {
+	if o == nil {
 		return nil, nil, unexpectedType(obj, fmt.Errorf("no object typer to tell whether it is a %v", c.kind))
 	}
+	t := reflect.TypeOf(obj)
 	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return nil, nil, unexpectedType(obj, nil)
 	}
-	structural := c.structure(t)
-	if structural.err != nil {
-		return nil, nil, unexpectedType(obj, structural.err)
+	e := c.structure(t)
+	if e.err != nil {
+		return nil, nil, unexpectedType(obj, e.err)
+	}
+	if !e.confirmed.Load() {
+		if err := c.confirm(obj, o); err != nil {
+			return nil, nil, err
+		}
+		e.confirmed.Store(true)
+	}
+	c.last.Store(e)
+	return pointerIn(obj), e.shape, nil
+}
+
+// confirm asks the chain's typer whether obj is of the cache's kind.
+func (c *shapeCache[S]) confirm(obj runtime.Object, o admission.ObjectInterfaces) error {
+	typer := o.GetObjectTyper()
+	if typer == nil {
+		return unexpectedType(obj, fmt.Errorf("no object typer to tell whether it is a %v", c.kind))
 	}
 	kinds, _, err := typer.ObjectKinds(obj)
 	if err != nil {
-		return nil, nil, unexpectedType(obj, err)
+		return unexpectedType(obj, err)
 	}
-	found := false
 	for _, k := range kinds {
 		if k.GroupKind() == c.kind {
-			found = true
-			break
+			return nil
 		}
 	}
-	if !found {
-		return nil, nil, unexpectedType(obj, nil)
-	}
-	e := &shapeEntry[S]{ptrType: t, shape: structural.shape}
-	if reflect.TypeOf(typer).Comparable() {
-		e.typer = typer
-		e.scheme, _ = typer.(*runtime.Scheme)
-		c.last.Store(e)
-	}
-	return reflect.ValueOf(obj).UnsafePointer(), e.shape, nil
+	return unexpectedType(obj, nil)
 }
 
 // readSecond reads the second object of a request whose first, known, was
@@ -314,7 +344,7 @@ func (c *shapeCache[S]) read(obj runtime.Object, o admission.ObjectInterfaces) (
 // kind, so only its address is needed.
 func (c *shapeCache[S]) readSecond(obj, known runtime.Object, shape *S, o admission.ObjectInterfaces) (unsafe.Pointer, error) {
 	if reflect.TypeOf(obj) == reflect.TypeOf(known) {
-		if p := reflect.ValueOf(obj).UnsafePointer(); p != nil {
+		if p := pointerIn(obj); p != nil {
 			return p, nil
 		}
 		return nil, unexpectedType(obj, nil)
@@ -335,8 +365,7 @@ func (c *shapeCache[S]) structure(t reflect.Type) *shapeEntry[S] {
 		return v.(*shapeEntry[S])
 	}
 	r := &resolver{}
-	s := c.build(r, t.Elem())
-	e := &shapeEntry[S]{ptrType: t, shape: s, err: r.err}
+	e := &shapeEntry[S]{ptrType: t, shape: c.build(r, t.Elem()), err: r.err}
 	if r.err != nil {
 		e.shape = nil
 	}

@@ -109,16 +109,46 @@ func TestResolver(t *testing.T) {
 	if r.err == nil {
 		t.Errorf("exactType accepted a *metav1.Time as a *v1.Pod")
 	}
+
+	r = &resolver{}
+	directList := r.direct(outer, reflect.Slice, "L")
+	directPtr := r.direct(outer, reflect.Pointer, "Ptr")
+	directTimes := r.direct(outer, reflect.Pointer, "Times")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := directList.directLen(base); got != 2 {
+		t.Errorf("directLen: %d, want 2", got)
+	}
+	if got := directPtr.directPtr(base); got != unsafe.Pointer(v.Ptr) {
+		t.Errorf("directPtr: %p, want %p", got, v.Ptr)
+	}
+	if got := directTimes.directPtr(base); got != nil {
+		t.Errorf("directPtr of a nil field: %p", got)
+	}
+	r.direct(outer, reflect.String, "Ptr", "B")
+	if r.err == nil || !strings.Contains(r.err.Error(), "reached through a pointer") {
+		t.Errorf("direct followed a pointer: %v", r.err)
+	}
 }
 
-// uncomparableTyper is a typer whose Go type cannot be compared: the cache
-// must not keep it, nor panic comparing it.
-type uncomparableTyper func(runtime.Object) ([]schema.GroupVersionKind, bool, error)
+// TestPointerIn holds the interface read to reflect's answer.
+func TestPointerIn(t *testing.T) {
+	for _, obj := range []runtime.Object{&corev1.Pod{}, &corev1.Node{}, (*corev1.Pod)(nil), &reorderedNode{}} {
+		if got, want := pointerIn(obj), reflect.ValueOf(obj).UnsafePointer(); got != want {
+			t.Errorf("%T: pointerIn %p, reflect %p", obj, got, want)
+		}
+	}
+}
 
-func (f uncomparableTyper) ObjectKinds(obj runtime.Object) ([]schema.GroupVersionKind, bool, error) {
+// countingTyper counts the questions it answers; its Go type is not
+// comparable, which the cache must not mind.
+type countingTyper func(runtime.Object) ([]schema.GroupVersionKind, bool, error)
+
+func (f countingTyper) ObjectKinds(obj runtime.Object) ([]schema.GroupVersionKind, bool, error) {
 	return f(obj)
 }
-func (f uncomparableTyper) Recognizes(schema.GroupVersionKind) bool { return true }
+func (f countingTyper) Recognizes(schema.GroupVersionKind) bool { return true }
 
 type typerOnly struct {
 	admission.ObjectInterfaces
@@ -131,40 +161,56 @@ func TestShapeCache(t *testing.T) {
 	scheme := readerScheme(t)
 	objects := admission.NewObjectInterfacesFromScheme(scheme)
 	pod := internalPod(*testPod("ns", "p", "mynode", false))
+	// Fresh caches, so that no other test has confirmed a type already.
+	pods := &shapeCache[podStatusShape]{kind: podStatusShapes.kind, build: podStatusShapes.build}
+	nodes := &shapeCache[nodeShape]{kind: nodeShapes.kind, build: nodeShapes.build}
 
-	if _, _, err := podStatusShapes.read(&pod, nil); err == nil || !strings.Contains(err.Error(), "unexpected type *noderestriction.internalPod") {
+	if _, _, err := pods.read(&pod, nil); err == nil || !strings.Contains(err.Error(), "unexpected type *noderestriction.internalPod: no object typer") {
 		t.Errorf("without a typer: %v", err)
 	}
-	if _, _, err := podStatusShapes.read((*internalPod)(nil), objects); err == nil || !strings.Contains(err.Error(), "unexpected type *noderestriction.internalPod") {
+	if _, _, err := pods.read((*internalPod)(nil), objects); err == nil || !strings.Contains(err.Error(), "unexpected type *noderestriction.internalPod") {
 		t.Errorf("typed nil: %v", err)
 	}
-	// A node has no pod fields; a token request is not a Pod to the typer
-	// even where the fields would resolve.
-	if _, _, err := podStatusShapes.read(&reorderedNode{}, objects); err == nil || !strings.Contains(err.Error(), "unexpected type *noderestriction.reorderedNode") {
+	// A node has no pod fields; a node-shaped type is not a Node to a
+	// typer that does not know it, even though its fields resolve.
+	if _, _, err := pods.read(&reorderedNode{}, objects); err == nil || !strings.Contains(err.Error(), "unexpected type *noderestriction.reorderedNode") {
 		t.Errorf("a node read as a pod: %v", err)
 	}
 	lookalike := &reorderedNode{}
-	if _, _, err := nodeShapes.read(lookalike, objects); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := nodeShapes.read(lookalike, admission.NewObjectInterfacesFromScheme(runtime.NewScheme())); err == nil {
+	if _, _, err := nodes.read(lookalike, admission.NewObjectInterfacesFromScheme(runtime.NewScheme())); err == nil {
 		t.Errorf("a typer that does not know the type must not see a Node")
 	}
+	if _, _, err := nodes.read(lookalike, objects); err != nil {
+		t.Fatal(err)
+	}
 
+	// The typer is asked once per Go type; after that the type alone
+	// admits an object, typed nils still refused.
 	calls := 0
-	typer := uncomparableTyper(func(obj runtime.Object) ([]schema.GroupVersionKind, bool, error) {
+	typer := countingTyper(func(obj runtime.Object) ([]schema.GroupVersionKind, bool, error) {
 		calls++
 		return scheme.ObjectKinds(obj)
 	})
 	o := typerOnly{ObjectInterfaces: objects, typer: typer}
 	for range 3 {
-		p, s, err := podStatusShapes.read(&pod, o)
+		p, s, err := pods.read(&pod, o)
 		if err != nil || s.nodeName.str(p) != "mynode" {
-			t.Fatalf("read through an uncomparable typer: %v", err)
+			t.Fatalf("read through a counting typer: %v", err)
 		}
 	}
-	if calls != 3 {
-		t.Errorf("an uncomparable typer was asked %d times for 3 reads, want every time", calls)
+	if calls != 1 {
+		t.Errorf("the typer was asked %d times for 3 reads of one type, want once", calls)
+	}
+	if _, _, err := pods.read((*internalPod)(nil), o); err == nil {
+		t.Errorf("a typed nil of a confirmed type was read")
+	}
+	// A confirmation outlives reads of other types, and is per cache: a
+	// type confirmed as a Node is still not a Pod.
+	if _, _, err := pods.read(&reorderedNode{}, o); err == nil {
+		t.Errorf("a node type was read as a pod")
+	}
+	if _, _, err := pods.read(&pod, o); err != nil || calls != 1 {
+		t.Errorf("after another type: %v, %d typer calls, want still 1", err, calls)
 	}
 }
 

@@ -44,19 +44,18 @@ var podStatusShapes = &shapeCache[podStatusShape]{
 		return &podStatusShape{
 			meta:            objectMeta(r, t),
 			nodeName:        r.field(t, reflect.String, "Spec", "NodeName"),
-			claimStatuses:   r.field(t, reflect.Slice, "Status", "ResourceClaimStatuses"),
-			extendedStatus:  r.field(t, reflect.Pointer, "Status", "ExtendedResourceClaimStatus"),
-			allocatableRefs: r.field(t, reflect.Slice, "Status", "NodeAllocatableResourceClaimStatuses"),
+			claimStatuses:   r.direct(t, reflect.Slice, "Status", "ResourceClaimStatuses"),
+			extendedStatus:  r.direct(t, reflect.Pointer, "Status", "ExtendedResourceClaimStatus"),
+			allocatableRefs: r.direct(t, reflect.Slice, "Status", "NodeAllocatableResourceClaimStatuses"),
 		}
 	},
 }
 
 // noClaimStatuses reports a pod without any of the three claim statuses,
-// in three loads, so that the common update skips the comparisons.
+// in three loads, so that the common update skips the comparisons. The
+// fields are resolved direct, so this inlines.
 func (s *podStatusShape) noClaimStatuses(pod unsafe.Pointer) bool {
-	_, claims := s.claimStatuses.slice(pod)
-	_, allocatable := s.allocatableRefs.slice(pod)
-	return claims == 0 && allocatable == 0 && s.extendedStatus.ptr(pod) == nil
+	return s.claimStatuses.directLen(pod) == 0 && s.allocatableRefs.directLen(pod) == 0 && s.extendedStatus.directPtr(pod) == nil
 }
 
 // objectMeta resolves the metav1.ObjectMeta every object type embeds:
