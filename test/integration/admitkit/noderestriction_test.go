@@ -216,8 +216,16 @@ func TestNodeMirrorPods(t *testing.T) {
 	_, err = pods.Create(ctx, unowned, metav1.CreateOptions{})
 	expectForbidden(t, "node-1 creating a mirror pod without an owner", err, "owner reference set to itself")
 
-	// It may delete its own mirror pod.
-	if err := pods.Delete(ctx, created.Name, metav1.DeleteOptions{}); err != nil {
+	// It may delete its own mirror pod, once the plugin's pod informer has
+	// seen it (until then the plugin answers NotFound).
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := pods.Delete(ctx, created.Name, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
 		t.Errorf("node-1 deleting its mirror pod: %v", err)
 	}
 }
@@ -294,7 +302,16 @@ func TestNodeTokenRequest(t *testing.T) {
 	}
 	// The authorizer lets node-1 at the service account (its pod uses it);
 	// NodeRestriction refuses a token bound to node-2's pod.
-	expectForbidden(t, "node-1 requesting a token bound to node-2's pod", request(theirs, ""), "bound to a pod scheduled on a different node")
+	// NodeRestriction reads the pod from the server's informers, which may
+	// not have seen node-2's pod yet: until then the answer is NotFound.
+	var theirsErr error
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		theirsErr = request(theirs, "")
+		return !apierrors.IsNotFound(theirsErr), nil
+	}); err != nil {
+		t.Fatalf("node-2's pod never reached NodeRestriction's pod lister: %v", theirsErr)
+	}
+	expectForbidden(t, "node-1 requesting a token bound to node-2's pod", theirsErr, "bound to a pod scheduled on a different node")
 	expectForbidden(t, "node-1 requesting an unbound token", request(nil, ""), "not bound to a pod")
 	// ServiceAccountNodeAudienceRestriction: an audience no volume of the pod
 	// uses needs an RBAC grant.
