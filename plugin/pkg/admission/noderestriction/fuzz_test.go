@@ -18,7 +18,7 @@ package noderestriction
 
 import (
 	"context"
-
+	"strings"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -106,6 +106,7 @@ func FuzzValidate(f *testing.F) {
 	f.Add(uint8(15), uint8(2), uint8(2), uint8(1), []byte{})
 
 	p := fuzzPlugin(f)
+	internalObjects := admission.NewObjectInterfacesFromScheme(readerScheme(f))
 	ops := []admission.Operation{admission.Create, admission.Update, admission.Delete, admission.Connect}
 	f.Fuzz(func(t *testing.T, targetSel, opSel, subSel, names uint8, data []byte) {
 		target := fuzzTargets[int(targetSel)%len(fuzzTargets)]
@@ -127,6 +128,7 @@ func FuzzValidate(f *testing.F) {
 		}
 		attrs := request(obj, old, schema.GroupVersionKind{}, target.gvr, "ns", name, sub, op, userMyNode)
 		err := p.Validate(t.Context(), attrs, nil)
+		checkInternalDecides(t, p, attrs, err, internalObjects)
 		if err != nil {
 			return
 		}
@@ -139,6 +141,34 @@ func FuzzValidate(f *testing.F) {
 			checkPodAllowed(t, op, sub, name, obj, old)
 		}
 	})
+}
+
+// checkInternalDecides replays a request whose pod, node or token request
+// has an internal stand-in with the stand-ins, which the rules read through
+// the layout reader (unsafe offsets): the decision must be the versioned
+// one, word for word.
+func checkInternalDecides(t *testing.T, p *Plugin, attrs admission.Attributes, versionedErr error, objects admission.ObjectInterfaces) {
+	t.Helper()
+	obj, newChanged := asReaderInternal(attrs.GetObject())
+	old, oldChanged := asReaderInternal(attrs.GetOldObject())
+	if !newChanged && !oldChanged {
+		return
+	}
+	internal := admission.NewAttributesRecord(obj, old, attrs.GetKind(), attrs.GetNamespace(), attrs.GetName(), attrs.GetResource(),
+		attrs.GetSubresource(), attrs.GetOperation(), attrs.GetOperationOptions(), attrs.IsDryRun(), attrs.GetUserInfo())
+	internalErr := p.Validate(t.Context(), internal, objects)
+	text := func(err error) string {
+		if err == nil {
+			return "allowed"
+		}
+		return err.Error()
+	}
+	if strings.Contains(text(versionedErr), "unexpected type") {
+		return // names the versioned type
+	}
+	if text(internalErr) != text(versionedErr) {
+		t.Fatalf("%s %s/%s: internal objects %q, versioned %q", attrs.GetOperation(), attrs.GetResource().Resource, attrs.GetSubresource(), text(internalErr), text(versionedErr))
+	}
 }
 
 type denyAll struct{}
