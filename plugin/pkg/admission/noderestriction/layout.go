@@ -220,9 +220,10 @@ func (r *resolver) field(t reflect.Type, want reflect.Kind, names ...string) pat
 	return f
 }
 
-// direct is field for a field reached without following a pointer, whose
-// offset then applies to the struct itself: the hottest reads (directLen,
-// directPtr) cost one load and inline where a path's would not.
+// direct resolves, as field does, a field that must be reached without
+// following a pointer, so that its offset applies to the struct itself:
+// reads of it (directLen, directPtr) are one load and inline where a
+// path's would not.
 func (r *resolver) direct(t reflect.Type, want reflect.Kind, names ...string) path {
 	f := r.field(t, want, names...)
 	if r.err == nil && f.rest != nil {
