@@ -149,13 +149,10 @@ func FuzzValidate(f *testing.F) {
 // one, word for word.
 func checkInternalDecides(t *testing.T, p *Plugin, attrs admission.Attributes, versionedErr error, objects admission.ObjectInterfaces) {
 	t.Helper()
-	obj, newChanged := asReaderInternal(attrs.GetObject())
-	old, oldChanged := asReaderInternal(attrs.GetOldObject())
-	if !newChanged && !oldChanged {
+	internal, ok := onReaderInternal(attrs)
+	if !ok {
 		return
 	}
-	internal := admission.NewAttributesRecord(obj, old, attrs.GetKind(), attrs.GetNamespace(), attrs.GetName(), attrs.GetResource(),
-		attrs.GetSubresource(), attrs.GetOperation(), attrs.GetOperationOptions(), attrs.IsDryRun(), attrs.GetUserInfo())
 	internalErr := p.Validate(t.Context(), internal, objects)
 	text := func(err error) string {
 		if err == nil {

@@ -263,6 +263,18 @@ func asReaderInternal(obj runtime.Object) (runtime.Object, bool) {
 	return obj, false
 }
 
+// onReaderInternal is the request with its objects turned into their
+// stand-ins, and whether any was.
+func onReaderInternal(a admission.Attributes) (admission.Attributes, bool) {
+	obj, newChanged := asReaderInternal(a.GetObject())
+	old, oldChanged := asReaderInternal(a.GetOldObject())
+	if !newChanged && !oldChanged {
+		return a, false
+	}
+	return admission.NewAttributesRecord(obj, old, a.GetKind(), a.GetNamespace(), a.GetName(), a.GetResource(),
+		a.GetSubresource(), a.GetOperation(), a.GetOperationOptions(), a.IsDryRun(), a.GetUserInfo()), true
+}
+
 // TestInternalMatchesVersioned replays every pod, node and token request
 // case of the versioned suites on internal stand-ins: each rule read through
 // the layout reader must decide exactly as on k8s.io/api objects.
@@ -289,14 +301,11 @@ func replayOnInternal(t *testing.T, cases []admitCase) int {
 		if strings.Contains(c.err, "unexpected type") {
 			continue // names the versioned type
 		}
-		obj, newChanged := asReaderInternal(c.attrs.GetObject())
-		old, oldChanged := asReaderInternal(c.attrs.GetOldObject())
-		if !newChanged && !oldChanged {
+		internal, ok := onReaderInternal(c.attrs)
+		if !ok {
 			continue
 		}
-		a := c.attrs
-		c.attrs = admission.NewAttributesRecord(obj, old, a.GetKind(), a.GetNamespace(), a.GetName(), a.GetResource(),
-			a.GetSubresource(), a.GetOperation(), a.GetOperationOptions(), a.IsDryRun(), a.GetUserInfo())
+		c.attrs = internal
 		c.objects = objects
 		c.run(t)
 		replayed++
