@@ -189,17 +189,6 @@ func TestLocationMutatorBadConfig(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts more servers")
 	}
-	config := func(mutators string) string {
-		return `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: LocationMutator
-  configuration:
-    apiVersion: locationmutator.admission.admitkit.io/v1alpha1
-    kind: Configuration
-    mutators:
-` + mutators
-	}
 	for _, tc := range []struct {
 		name     string
 		mutators string
@@ -252,7 +241,7 @@ plugins:
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
 			srv, err := framework.Start(framework.Config{
-				AdmissionConfig: config(tc.mutators),
+				AdmissionConfig: locationMutatorConfig(tc.mutators),
 				Args:            []string{"--enable-admission-plugins=LocationMutator"},
 			})
 			if err == nil {
