@@ -234,37 +234,28 @@ func podCases(t *testing.T) []admitCase {
 	return cases
 }
 
-// Label sets for Node cases: allowedLabels are those a kubelet may always
-// set, forbiddenLabels those it may never add, change or remove.
-func withAllowedLabels(node *corev1.Node, value string) *corev1.Node {
-	node = node.DeepCopy()
-	if node.Labels == nil {
-		node.Labels = map[string]string{}
-	}
-	if value == "" {
-		value = "value"
-	}
-	for _, key := range []string{
+// Label sets for Node cases: allowedLabelKeys are those a kubelet may always
+// set, forbiddenLabelKeys those it may never add, change or remove.
+var (
+	allowedLabelKeys = []string{
 		"foo", "example.com/foo", // not Kubernetes' business
 		"kubelet.kubernetes.io/foo", "foo.kubelet.kubernetes.io/foo", // kubelet namespaces
 		"node.kubernetes.io/foo", "foo.node.kubernetes.io/foo",
-	} {
-		node.Labels[key] = value
-	}
-	// The kubelet's well-known labels, as k8s.io/kubelet lists them.
-	for _, key := range []string{
+		// The kubelet's well-known labels, as k8s.io/kubelet lists them.
 		"kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch",
 		"topology.kubernetes.io/zone", "topology.kubernetes.io/region",
 		"failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
 		"beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type",
 		"beta.kubernetes.io/os", "beta.kubernetes.io/arch",
-	} {
-		node.Labels[key] = value
 	}
-	return node
-}
+	forbiddenLabelKeys = []string{
+		"node-restriction.kubernetes.io/foo", "foo.node-restriction.kubernetes.io/foo",
+		"other.kubernetes.io/foo", "other.k8s.io/foo",
+	}
+)
 
-func withForbiddenLabels(node *corev1.Node, value string) *corev1.Node {
+// withLabels is a copy of node with keys set to value ("value" when empty).
+func withLabels(node *corev1.Node, value string, keys []string) *corev1.Node {
 	node = node.DeepCopy()
 	if node.Labels == nil {
 		node.Labels = map[string]string{}
@@ -272,13 +263,18 @@ func withForbiddenLabels(node *corev1.Node, value string) *corev1.Node {
 	if value == "" {
 		value = "value"
 	}
-	for _, key := range []string{
-		"node-restriction.kubernetes.io/foo", "foo.node-restriction.kubernetes.io/foo",
-		"other.kubernetes.io/foo", "other.k8s.io/foo",
-	} {
+	for _, key := range keys {
 		node.Labels[key] = value
 	}
 	return node
+}
+
+func withAllowedLabels(node *corev1.Node, value string) *corev1.Node {
+	return withLabels(node, value, allowedLabelKeys)
+}
+
+func withForbiddenLabels(node *corev1.Node, value string) *corev1.Node {
+	return withLabels(node, value, forbiddenLabelKeys)
 }
 
 func withAllLabels(node *corev1.Node, value string) *corev1.Node {
