@@ -10,7 +10,17 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"
 MODULE=github.com/admitkit/admitkit
 
+# go list prints no directory for a module that is not in the module cache
+# yet (a new machine), so fetch the generators' modules first.
+if ! go mod download k8s.io/code-generator k8s.io/kube-openapi; then
+    echo "update-codegen: cannot download k8s.io/code-generator and k8s.io/kube-openapi (check GOPROXY and the network)" >&2
+    exit 1
+fi
 CODEGEN_PKG=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
+if [[ ! -f "${CODEGEN_PKG}/kube_codegen.sh" ]]; then
+    echo "update-codegen: kube_codegen.sh not found in k8s.io/code-generator (module directory '${CODEGEN_PKG}')" >&2
+    exit 1
+fi
 # Generators build into the project's own output folder, never into $GOPATH/bin.
 export GOBIN="${GOBIN_OVERRIDE:-${ROOT}/_output/bin}"
 mkdir -p "${GOBIN}"
