@@ -635,7 +635,7 @@ type typedObject struct {
 }
 
 func (o *typedObject) apply(i int, m *Mutator, md Metadata) (bool, error) {
-	return m.walkTyped(o.plans[i], o.root, 0, md), nil
+	return m.walkTyped(o.plans[i], o.root, 0, md)
 }
 
 func (o *typedObject) labels() labels.Labels { return labels.Set(o.accessor.GetLabels()) }
@@ -653,9 +653,9 @@ func (o *typedObject) same(snapshot any) (bool, error) {
 }
 
 // walkTyped is walk on a typed value: cur is the struct, slice or map that
-// nodes[:i] lead to. The plan has ruled out every mismatch, so it cannot
-// fail.
-func (m *Mutator) walkTyped(p *typedPlan, cur reflect.Value, i int, md Metadata) bool {
+// nodes[:i] lead to. The plan has ruled out every mismatch of path and
+// type; only writing a composite value can fail (see setTyped).
+func (m *Mutator) walkTyped(p *typedPlan, cur reflect.Value, i int, md Metadata) (bool, error) {
 	st := &p.steps[i]
 	last := i == len(p.steps)-1
 	switch st.kind {
@@ -669,7 +669,7 @@ func (m *Mutator) walkTyped(p *typedPlan, cur reflect.Value, i int, md Metadata)
 			exists = jPresent(fv, st.field.omitEmpty)
 		}
 		if !m.allowed(i, exists) {
-			return false
+			return false, nil
 		}
 		if last {
 			return m.setTyped(p, fv, exists, md)
@@ -677,11 +677,11 @@ func (m *Mutator) walkTyped(p *typedPlan, cur reflect.Value, i int, md Metadata)
 		if st.viaPtr {
 			if fv.IsNil() {
 				nv := reflect.New(fv.Type().Elem())
-				if m.walkTyped(p, nv.Elem(), i+1, md) {
+				changed, err := m.walkTyped(p, nv.Elem(), i+1, md)
+				if changed {
 					fv.Set(nv)
-					return true
 				}
-				return false
+				return changed, err
 			}
 			return m.walkTyped(p, fv.Elem(), i+1, md)
 		}
@@ -692,7 +692,7 @@ func (m *Mutator) walkTyped(p *typedPlan, cur reflect.Value, i int, md Metadata)
 		ev := cur.MapIndex(k)
 		exists := ev.IsValid()
 		if !m.allowed(i, exists) {
-			return false
+			return false, nil
 		}
 		var want string
 		if p.final == finFromMeta {
@@ -704,25 +704,27 @@ func (m *Mutator) walkTyped(p *typedPlan, cur reflect.Value, i int, md Metadata)
 			want = p.dec.String()
 		}
 		if exists && ev.String() == want {
-			return false
+			return false, nil
 		}
 		if cur.IsNil() {
 			cur.Set(reflect.MakeMap(cur.Type()))
 		}
 		cur.SetMapIndex(k, reflect.ValueOf(want).Convert(cur.Type().Elem()))
-		return true
+		return true, nil
 
 	case stepGlob:
 		if !m.allowed(i, true) {
-			return false
+			return false, nil
 		}
 		changed := false
 		for j := 0; j < cur.Len(); j++ {
-			if m.walkTyped(p, cur.Index(j), i+1, md) {
-				changed = true
+			c, err := m.walkTyped(p, cur.Index(j), i+1, md)
+			if err != nil {
+				return changed, err
 			}
+			changed = changed || c
 		}
-		return changed
+		return changed, nil
 
 	case stepKeyed:
 		n := m.nodes[i].(path.List)
@@ -734,27 +736,33 @@ func (m *Mutator) walkTyped(p *typedPlan, cur reflect.Value, i int, md Metadata)
 			}
 		}
 		if !m.allowed(i, first >= 0) {
-			return false
+			return false, nil
 		}
 		if first < 0 {
 			e := reflect.New(st.elem.Type()).Elem()
 			e.Set(st.elem)
-			if !m.walkTyped(p, e, i+1, md) {
-				return false
+			changed, err := m.walkTyped(p, e, i+1, md)
+			if !changed || err != nil {
+				return false, err
 			}
 			cur.Set(reflect.Append(cur, e))
-			return true
+			return true, nil
 		}
 		changed := false
 		for j := first; j < cur.Len(); j++ {
 			e := cur.Index(j)
-			if keyMatches(e.Field(st.field.index), st.field.omitEmpty, n.KeyValue) && m.walkTyped(p, e, i+1, md) {
-				changed = true
+			if !keyMatches(e.Field(st.field.index), st.field.omitEmpty, n.KeyValue) {
+				continue
 			}
+			c, err := m.walkTyped(p, e, i+1, md)
+			if err != nil {
+				return changed, err
+			}
+			changed = changed || c
 		}
-		return changed
+		return changed, nil
 	}
-	return false
+	return false, nil
 }
 
 // keyMatches is keyedElement's test on a typed key field: J of it is
@@ -781,38 +789,40 @@ func keyMatches(kv reflect.Value, omitEmpty bool, want any) bool {
 }
 
 // setTyped is set on a typed struct field.
-func (m *Mutator) setTyped(p *typedPlan, fv reflect.Value, exists bool, md Metadata) bool {
+func (m *Mutator) setTyped(p *typedPlan, fv reflect.Value, exists bool, md Metadata) (bool, error) {
 	switch p.final {
 	case finScalar:
 		if exists && fv.Equal(p.dec) {
-			return false
+			return false, nil
 		}
 		fv.Set(p.dec)
-		return true
+		return true, nil
 
 	case finPtrScalar:
 		if exists && fv.Elem().Equal(p.dec.Elem()) {
-			return false
+			return false, nil
 		}
 		nv := reflect.New(fv.Type().Elem())
 		nv.Elem().Set(p.dec.Elem())
 		fv.Set(nv)
-		return true
+		return true, nil
 
 	case finComposite:
 		if exists {
 			j, _, err := toJ(fv, false)
 			if err == nil && jsonEqual(j, m.value) {
-				return false
+				return false, nil
 			}
 		}
+		// Each write decodes the value anew, so that no two objects share
+		// its maps and slices. The plan decoded it once already, so this
+		// does not fail; should it, the request fails naming the mutator.
 		fresh, err := fromJ(m.value, fv.Type())
 		if err != nil {
-			// Decoded once already when planned: cannot happen.
-			panic(fmt.Sprintf("%s: %v", m.id, err))
+			return false, fmt.Errorf("%s: %w", m.id, err)
 		}
 		fv.Set(fresh)
-		return true
+		return true, nil
 
 	case finFromMeta:
 		v := md.Name
@@ -820,13 +830,13 @@ func (m *Mutator) setTyped(p *typedPlan, fv reflect.Value, exists bool, md Metad
 			v = md.Namespace
 		}
 		if exists && fv.String() == v {
-			return false
+			return false, nil
 		}
 		fv.SetString(v)
-		return true
+		return true, nil
 
 	case finModifySet:
-		return m.modifySetTyped(p, fv, exists)
+		return m.modifySetTyped(p, fv, exists), nil
 
 	case finImage:
 		s := ""
@@ -836,12 +846,12 @@ func (m *Mutator) setTyped(p *typedPlan, fv reflect.Value, exists bool, md Metad
 		// Never empty: validation requires one of the parts.
 		img := assignImage(s, m.domain, m.imgPath, m.tag)
 		if exists && img == s {
-			return false
+			return false, nil
 		}
 		fv.SetString(img)
-		return true
+		return true, nil
 	}
-	return false
+	return false, nil
 }
 
 func containsString(list reflect.Value, s string) bool {
