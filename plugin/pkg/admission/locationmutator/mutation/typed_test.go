@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,8 +75,7 @@ func typedLocation(s *bytesSource, deploy bool) (string, reflect.Type) {
 		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct {
 			key := typedKeys[s.next(len(typedKeys))]
 			var kv any = typedKeyValues[s.next(len(typedKeyValues))]
-			if f, ok := t.Elem().FieldByName("Name"); ok && s.next(3) != 0 {
-				_ = f
+			if _, ok := t.Elem().FieldByName("Name"); ok && s.next(3) != 0 {
 				key = "name"
 				kv = []string{"app", "proxy", "sidecar", "A", "http"}[s.next(5)]
 			}
@@ -104,7 +104,7 @@ func typedLocation(s *bytesSource, deploy bool) (string, reflect.Type) {
 			types = append(types, t.Field(i).Type)
 		}
 		if len(names) == 0 || s.next(12) == 1 {
-			names = append(typedLeaves, typedObjects...)
+			names = slices.Concat(typedLeaves, typedObjects, typedLists)
 			nodes = append(nodes, path.Object{Reference: names[s.next(len(names))]})
 			t = reflect.TypeOf(any(nil))
 			break
