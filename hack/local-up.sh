@@ -87,6 +87,7 @@ echo "Starting admitkit-apiserver on https://127.0.0.1:${SECURE_PORT} (data in $
     --service-cluster-ip-range=10.0.0.0/24 \
     --token-auth-file="${TOKENS}" \
     --authorization-mode=Node,RBAC \
+    --runtime-config=settings.k8s.io/v1alpha1=true \
     --enable-admission-plugins=PodPreset,NodeRestriction,LocationMutator \
     --admission-control-config-file=hack/examples/admission-config.yaml \
     >"${LOG}" 2>&1 &
@@ -126,7 +127,7 @@ cat <<EOF
 
 admitkit-apiserver is ready. From ${ROOT}, try:
 
-  # settings.k8s.io is served next to the built-in APIs
+  # settings.k8s.io is served next to the built-in APIs (--runtime-config turned it on)
   ${K} api-resources --api-group=settings.k8s.io
   ${K} explain podpresets.spec
 

@@ -48,6 +48,7 @@ import (
 	settingsclient "github.com/admitkit/admitkit/generated/clientset/versioned"
 	settingsinformers "github.com/admitkit/admitkit/generated/informers/externalversions"
 	settingsinitializer "github.com/admitkit/admitkit/plugin/initializer"
+	settingsrest "github.com/admitkit/admitkit/registry/settings/rest"
 )
 
 // settingsResync is how often the settings informers resync; the same as
@@ -63,10 +64,12 @@ const settingsResync = 10 * time.Minute
 //   - it returns the settings informer factory, which the server chain
 //     starts once the plugins have asked for their informers.
 func newConfig(opts options.CompletedOptions) (*app.Config, settingsinformers.SharedInformerFactory, error) {
+	resources := controlplane.DefaultAPIResourceConfigSource()
+	settingsrest.AddToDefaultResourceConfig(resources)
 	genericConfig, versionedInformers, storageFactory, err := controlplaneapiserver.BuildGenericConfig(
 		opts.CompletedOptions,
 		[]*runtime.Scheme{legacyscheme.Scheme, apiextensionsapiserver.Scheme, aggregatorscheme.Scheme},
-		controlplane.DefaultAPIResourceConfigSource(),
+		resources,
 		openAPIDefinitions,
 		opts.InformerName,
 	)
@@ -87,6 +90,11 @@ func newConfig(opts options.CompletedOptions) (*app.Config, settingsinformers.Sh
 
 	kubeAPIs, serviceResolver, initializers, err := newKubeAPIsConfig(opts, genericConfig, versionedInformers, storageFactory, settingsinitializer.New(settingsFactory))
 	if err != nil {
+		return nil, nil, err
+	}
+	// Building the admission chain has folded --admission-control into
+	// EnablePlugins, so the list is final here.
+	if err := checkPodPresetServed(opts.Admission.GenericAdmission.EnablePlugins, genericConfig.MergedResourceConfig); err != nil {
 		return nil, nil, err
 	}
 	generic := kubeAPIs.ControlPlane.Generic
@@ -193,7 +201,7 @@ func createServerChain(c app.CompletedConfig, settingsFactory settingsinformers.
 		return nil, fmt.Errorf("kube-apiserver APIs: %w", err)
 	}
 	generic := kubeAPIs.ControlPlane.GenericAPIServer
-	if err := installSettingsAPI(generic, c.KubeAPIs.ControlPlane.Generic.RESTOptionsGetter, settingsFactory); err != nil {
+	if err := installSettingsAPI(generic, c.KubeAPIs.ControlPlane.Generic.RESTOptionsGetter, c.KubeAPIs.ControlPlane.Generic.MergedResourceConfig, settingsFactory); err != nil {
 		return nil, err
 	}
 

@@ -18,6 +18,7 @@ package apiserver
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -35,6 +36,7 @@ import (
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
 	settingsinformers "github.com/admitkit/admitkit/generated/informers/externalversions"
 	settingsopenapi "github.com/admitkit/admitkit/generated/openapi"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/podpreset"
 	settingsrest "github.com/admitkit/admitkit/registry/settings/rest"
 )
 
@@ -62,13 +64,17 @@ func openAPIDefinitions(ref openapicommon.ReferenceCallback) map[string]openapic
 	return defs
 }
 
-// installSettingsAPI serves settings.k8s.io/v1alpha1 from server, stored
-// through optsGetter with a JSON codec, and starts the settings informers
-// after the server is up.
-func installSettingsAPI(server *genericapiserver.GenericAPIServer, optsGetter generic.RESTOptionsGetter, settingsFactory settingsinformers.SharedInformerFactory) error {
-	info, err := settingsrest.NewAPIGroupInfo(legacyscheme.Scheme, legacyscheme.ParameterCodec, legacyscheme.Codecs, jsonStorage{optsGetter})
+// installSettingsAPI serves the settings.k8s.io/v1alpha1 resources that
+// --runtime-config turns on from server, stored through optsGetter with a
+// JSON codec, and starts the settings informers after the server is up.
+func installSettingsAPI(server *genericapiserver.GenericAPIServer, optsGetter generic.RESTOptionsGetter, resources serverstorage.APIResourceConfigSource, settingsFactory settingsinformers.SharedInformerFactory) error {
+	info, err := settingsrest.NewAPIGroupInfo(legacyscheme.Scheme, legacyscheme.ParameterCodec, legacyscheme.Codecs, jsonStorage{optsGetter}, resources)
 	if err != nil {
 		return fmt.Errorf("settings.k8s.io storage: %w", err)
+	}
+	if len(info.VersionedResourcesStorageMap) == 0 {
+		klog.InfoS("Not serving settings.k8s.io/v1alpha1: --runtime-config leaves it off")
+		return nil
 	}
 	if err := server.InstallAPIGroup(info); err != nil {
 		return fmt.Errorf("installing settings.k8s.io: %w", err)
@@ -80,6 +86,22 @@ func installSettingsAPI(server *genericapiserver.GenericAPIServer, optsGetter ge
 		klog.V(2).InfoS("Started settings.k8s.io informers")
 		return nil
 	})
+}
+
+// checkPodPresetServed refuses to start a server whose PodPreset plugin
+// could never fill its cache because the resources it watches are not
+// served: it would answer every pod create with 503.
+func checkPodPresetServed(enabledPlugins []string, resources serverstorage.APIResourceConfigSource) error {
+	if !slices.Contains(enabledPlugins, podpreset.PluginName) {
+		return nil
+	}
+	for _, gvr := range []schema.GroupVersionResource{settingsrest.PodPresets, settingsrest.ClusterPodPresets} {
+		if !resources.ResourceEnabled(gvr) {
+			return fmt.Errorf("admission plugin %s (--enable-admission-plugins) needs %s served, which --runtime-config leaves off: add --runtime-config=%s=true (with no %s=false), or leave %s out of --enable-admission-plugins",
+				podpreset.PluginName, gvr.GroupResource(), gvr.GroupVersion(), gvr.GroupVersion().String()+"/"+gvr.Resource, podpreset.PluginName)
+		}
+	}
+	return nil
 }
 
 // jsonStorage stores settings.k8s.io in JSON. kube-apiserver's storage

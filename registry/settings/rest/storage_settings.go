@@ -26,6 +26,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
 
 	"github.com/admitkit/admitkit/apis/settings"
 	"github.com/admitkit/admitkit/apis/settings/v1alpha1"
@@ -36,22 +37,47 @@ import (
 // GroupName is the group the APIGroupInfo serves.
 const GroupName = settings.GroupName
 
-// NewAPIGroupInfo returns settings.k8s.io for InstallAPIGroup. The scheme
-// must hold the group (apis/settings/install) and be the one codecs was
-// built from; optsGetter gives each resource its storage.
-func NewAPIGroupInfo(scheme *runtime.Scheme, parameterCodec runtime.ParameterCodec, codecs serializer.CodecFactory, optsGetter generic.RESTOptionsGetter) (*genericapiserver.APIGroupInfo, error) {
-	podPresets, err := podpresetstorage.NewREST(scheme, optsGetter)
-	if err != nil {
-		return nil, fmt.Errorf("podpresets storage: %w", err)
-	}
-	clusterPodPresets, err := clusterpodpresetstorage.NewREST(scheme, optsGetter)
-	if err != nil {
-		return nil, fmt.Errorf("clusterpodpresets storage: %w", err)
-	}
+// Resources are the resources of settings.k8s.io/v1alpha1, each of which
+// --runtime-config can turn off on its own.
+var (
+	PodPresets        = v1alpha1.SchemeGroupVersion.WithResource("podpresets")
+	ClusterPodPresets = v1alpha1.SchemeGroupVersion.WithResource("clusterpodpresets")
+)
+
+// AddToDefaultResourceConfig registers settings.k8s.io/v1alpha1 in a
+// server's default resource config, turned off as kube-apiserver turns off
+// every alpha version: --runtime-config=settings.k8s.io/v1alpha1=true (or
+// api/alpha=true, api/all=true) turns it on. Without the entry, the group
+// matchers (api/alpha, api/all) would not know the version.
+func AddToDefaultResourceConfig(c *serverstorage.ResourceConfig) {
+	c.DisableVersions(v1alpha1.SchemeGroupVersion)
+}
+
+// NewAPIGroupInfo returns settings.k8s.io for InstallAPIGroup, with storage
+// for the resources that resources enables and for no other. When it
+// enables none, VersionedResourcesStorageMap is empty and the group must
+// not be installed. The scheme must hold the group (apis/settings/install)
+// and be the one codecs was built from; optsGetter gives each resource its
+// storage.
+func NewAPIGroupInfo(scheme *runtime.Scheme, parameterCodec runtime.ParameterCodec, codecs serializer.CodecFactory, optsGetter generic.RESTOptionsGetter, resources serverstorage.APIResourceConfigSource) (*genericapiserver.APIGroupInfo, error) {
 	info := genericapiserver.NewDefaultAPIGroupInfo(GroupName, scheme, parameterCodec, codecs)
-	info.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
-		"podpresets":        podPresets,
-		"clusterpodpresets": clusterPodPresets,
+	storage := map[string]rest.Storage{}
+	if resources.ResourceEnabled(PodPresets) {
+		podPresets, err := podpresetstorage.NewREST(scheme, optsGetter)
+		if err != nil {
+			return nil, fmt.Errorf("podpresets storage: %w", err)
+		}
+		storage[PodPresets.Resource] = podPresets
+	}
+	if resources.ResourceEnabled(ClusterPodPresets) {
+		clusterPodPresets, err := clusterpodpresetstorage.NewREST(scheme, optsGetter)
+		if err != nil {
+			return nil, fmt.Errorf("clusterpodpresets storage: %w", err)
+		}
+		storage[ClusterPodPresets.Resource] = clusterPodPresets
+	}
+	if len(storage) > 0 {
+		info.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = storage
 	}
 	return &info, nil
 }

@@ -17,33 +17,72 @@ limitations under the License.
 package rest
 
 import (
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/server/resourceconfig"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	cliflag "k8s.io/component-base/cli/flag"
 
 	"github.com/admitkit/admitkit/registry/settings/registrytest"
 )
 
+// TestNewAPIGroupInfo serves what --runtime-config turns on, merged into the
+// default resource config the way kube-apiserver merges it.
 func TestNewAPIGroupInfo(t *testing.T) {
-	codecs := serializer.NewCodecFactory(registrytest.Scheme)
-	info, err := NewAPIGroupInfo(registrytest.Scheme, runtime.NewParameterCodec(registrytest.Scheme), codecs, registrytest.NewRESTOptionsGetter(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	storage := info.VersionedResourcesStorageMap["v1alpha1"]
-	for resource, namespaced := range map[string]bool{"podpresets": true, "clusterpodpresets": false} {
-		s, ok := storage[resource].(rest.Scoper)
-		if !ok {
-			t.Fatalf("v1alpha1 does not serve %s", resource)
-		}
-		if s.NamespaceScoped() != namespaced {
-			t.Errorf("%s namespaced = %v, want %v", resource, s.NamespaceScoped(), namespaced)
-		}
-		storage[resource].Destroy()
-	}
-	if got := info.PrioritizedVersions; len(got) != 1 || got[0].Version != "v1alpha1" {
-		t.Errorf("prioritized versions = %v, want [settings.k8s.io/v1alpha1]", got)
+	for _, tc := range []struct {
+		name          string
+		runtimeConfig cliflag.ConfigurationMap
+		want          []string // served resources, sorted
+	}{
+		{name: "off by default", want: nil},
+		{name: "version on", runtimeConfig: cliflag.ConfigurationMap{"settings.k8s.io/v1alpha1": "true"}, want: []string{"clusterpodpresets", "podpresets"}},
+		{name: "version off", runtimeConfig: cliflag.ConfigurationMap{"settings.k8s.io/v1alpha1": "false"}, want: nil},
+		{name: "all alpha versions on", runtimeConfig: cliflag.ConfigurationMap{"api/alpha": "true"}, want: []string{"clusterpodpresets", "podpresets"}},
+		{name: "everything on", runtimeConfig: cliflag.ConfigurationMap{"api/all": "true"}, want: []string{"clusterpodpresets", "podpresets"}},
+		{name: "all on, the version off", runtimeConfig: cliflag.ConfigurationMap{"api/all": "true", "settings.k8s.io/v1alpha1": "false"}, want: nil},
+		{name: "one resource off", runtimeConfig: cliflag.ConfigurationMap{"settings.k8s.io/v1alpha1": "true", "settings.k8s.io/v1alpha1/clusterpodpresets": "false"}, want: []string{"podpresets"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defaults := serverstorage.NewResourceConfig()
+			AddToDefaultResourceConfig(defaults)
+			resources, err := resourceconfig.MergeAPIResourceConfigs(defaults, tc.runtimeConfig, registrytest.Scheme)
+			if err != nil {
+				t.Fatal(err)
+			}
+			codecs := serializer.NewCodecFactory(registrytest.Scheme)
+			info, err := NewAPIGroupInfo(registrytest.Scheme, runtime.NewParameterCodec(registrytest.Scheme), codecs, registrytest.NewRESTOptionsGetter(t), resources)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == nil {
+				if len(info.VersionedResourcesStorageMap) != 0 {
+					t.Fatalf("serves %v, want nothing", info.VersionedResourcesStorageMap)
+				}
+				return
+			}
+			storage := info.VersionedResourcesStorageMap["v1alpha1"]
+			var served []string
+			for resource, s := range storage {
+				served = append(served, resource)
+				defer s.Destroy()
+			}
+			slices.Sort(served)
+			if !slices.Equal(served, tc.want) {
+				t.Fatalf("serves %v, want %v", served, tc.want)
+			}
+			for resource, namespaced := range map[string]bool{"podpresets": true, "clusterpodpresets": false} {
+				s, ok := storage[resource].(rest.Scoper)
+				if ok && s.NamespaceScoped() != namespaced {
+					t.Errorf("%s namespaced = %v, want %v", resource, s.NamespaceScoped(), namespaced)
+				}
+			}
+			if got := info.PrioritizedVersions; len(got) != 1 || got[0].Version != "v1alpha1" {
+				t.Errorf("prioritized versions = %v, want [settings.k8s.io/v1alpha1]", got)
+			}
+		})
 	}
 }

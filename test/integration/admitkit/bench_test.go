@@ -143,14 +143,14 @@ func TestCreateLatency(t *testing.T) {
 	scenarios := []*benchScenario{
 		{
 			name:  "plugins off",
-			cfg:   framework.Config{Args: []string{"--disable-admission-plugins=PodPreset,NodeRestriction,LocationMutator"}},
+			cfg:   framework.Config{Args: []string{framework.ServeSettings, "--disable-admission-plugins=PodPreset,NodeRestriction,LocationMutator"}},
 			check: func(*corev1.Pod) bool { return true },
 		},
 		{
 			name: "plugins on: 5 presets, 5 mutators",
 			cfg: framework.Config{
 				AdmissionConfig: locationMutatorConfig(loadMutators),
-				Args:            []string{"--enable-admission-plugins=PodPreset,NodeRestriction,LocationMutator"},
+				Args:            []string{framework.ServeSettings, "--enable-admission-plugins=PodPreset,NodeRestriction,LocationMutator"},
 			},
 			setUp: func(t *testing.T, srv *framework.Server, ns string) {
 				setUpLoadPresets(t, ns, settingsClientFor(t, srv.AdminConfig()))
@@ -159,7 +159,7 @@ func TestCreateLatency(t *testing.T) {
 		},
 		{
 			name: "PodPreset: 5 presets",
-			cfg:  framework.Config{Args: []string{"--enable-admission-plugins=PodPreset"}},
+			cfg:  framework.Config{Args: []string{framework.ServeSettings, "--enable-admission-plugins=PodPreset"}},
 			setUp: func(t *testing.T, srv *framework.Server, ns string) {
 				setUpLoadPresets(t, ns, settingsClientFor(t, srv.AdminConfig()))
 			},
@@ -169,7 +169,7 @@ func TestCreateLatency(t *testing.T) {
 			name: "LocationMutator: imagePullPolicy",
 			cfg: framework.Config{
 				AdmissionConfig: locationMutatorConfig(alwaysPullOnly),
-				Args:            []string{"--enable-admission-plugins=LocationMutator"},
+				Args:            []string{framework.ServeSettings, "--enable-admission-plugins=LocationMutator"},
 			},
 			check: allAlwaysPull,
 		},
@@ -179,13 +179,13 @@ func TestCreateLatency(t *testing.T) {
 			name: "LocationMutator: no mutator matches",
 			cfg: framework.Config{
 				AdmissionConfig: locationMutatorConfig(strings.Replace(alwaysPullOnly, `"load-*"`, `"elsewhere-*"`, 1)),
-				Args:            []string{"--enable-admission-plugins=LocationMutator"},
+				Args:            []string{framework.ServeSettings, "--enable-admission-plugins=LocationMutator"},
 			},
 			check: func(*corev1.Pod) bool { return true },
 		},
 		{
 			name: "MutatingAdmissionPolicy: imagePullPolicy",
-			cfg:  framework.Config{Args: []string{"--disable-admission-plugins=PodPreset,NodeRestriction,LocationMutator"}},
+			cfg:  framework.Config{Args: []string{framework.ServeSettings, "--disable-admission-plugins=PodPreset,NodeRestriction,LocationMutator"}},
 			setUp: func(t *testing.T, srv *framework.Server, ns string) {
 				client, err := kubernetes.NewForConfig(srv.AdminConfig())
 				if err != nil {

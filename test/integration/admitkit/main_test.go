@@ -108,6 +108,7 @@ func serverConfig() framework.Config {
 		Nodes:           []string{"node-1", "node-2"},
 		AdmissionConfig: admissionConfig,
 		Files:           map[string]string{"mutators.yaml": mutatorFile},
+		Args:            []string{framework.ServeSettings},
 	}
 }
 

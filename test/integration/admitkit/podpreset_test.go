@@ -337,7 +337,7 @@ func TestPodPresetBeforeCacheSync(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	cfg := framework.Config{Args: []string{"--enable-admission-plugins=PodPreset"}}
+	cfg := framework.Config{Args: []string{framework.ServeSettings, "--enable-admission-plugins=PodPreset"}}
 	first, err := framework.StartIn(dir, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -46,6 +46,10 @@ const (
 	UserToken  = "alice-token"
 )
 
+// ServeSettings is the flag that turns settings.k8s.io/v1alpha1 on; like
+// every alpha version, it is off by default.
+const ServeSettings = "--runtime-config=settings.k8s.io/v1alpha1=true"
+
 // NodeToken is the bearer token of system:node:<name>.
 func NodeToken(name string) string { return "node-" + name + "-token" }
 
