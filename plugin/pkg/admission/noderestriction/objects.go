@@ -24,15 +24,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/versioned"
 )
 
 // Inside kube-apiserver an admission plugin sees internal objects
 // (k8s.io/kubernetes pkg/apis/...), which admitkit cannot import; elsewhere,
-// and in tests, it sees k8s.io/api types. The helpers here give a rule the
-// k8s.io/api view of an object: the object itself when it already is one,
-// otherwise a conversion through the scheme the admission chain hands us.
-// Rules call them only after identity and resource have been decided, and
-// only for the objects they read.
+// and in tests, it sees k8s.io/api types. Every rule is written once, on
+// k8s.io/api types: it reads metadata, which both kinds of object share,
+// through meta.Accessor, and converts an object (package versioned) only
+// once identity and resource are decided and only when it needs more.
 
 // isNilObject reports a nil interface or a typed nil pointer, which a
 // careless caller (or the fuzzer) may put into the attributes.
@@ -53,47 +54,19 @@ func unexpectedType(obj runtime.Object, cause error) error {
 	return fmt.Errorf("unexpected type %T", obj)
 }
 
-// convertObject converts obj into the versioned kind target with the
-// chain's scheme. A request's own kind (a.GetKind()) is the first choice when
-// it names the same group and kind, since the server certainly serves that
-// version; otherwise the preferred version is used.
-func convertObject(obj runtime.Object, a admission.Attributes, preferred schema.GroupVersionKind, o admission.ObjectInterfaces) (runtime.Object, error) {
-	if o == nil {
-		return nil, fmt.Errorf("no object convertor to read %v", preferred.GroupKind())
-	}
-	target := preferred
-	if k := a.GetKind(); k.Group == preferred.Group && k.Kind == preferred.Kind && k.Version != "" && k.Version != runtime.APIVersionInternal {
-		target = k
-	}
-	out, err := o.GetObjectCreater().New(target)
-	if err != nil {
-		return nil, err
-	}
-	if err := o.GetObjectConvertor().Convert(obj, out, nil); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// versioned returns obj as *T: obj itself when it is one, else a conversion
-// to preferred. The boolean error reports why the object cannot be read as T.
-func versioned[T any, PT interface {
+// asVersioned returns obj as the k8s.io/api type *T of gvk, converting an
+// internal object with the chain's scheme, or the "unexpected type" error
+// upstream's type assertion gives, with the reason when there is one.
+func asVersioned[T any, PT interface {
 	*T
 	runtime.Object
-}](obj runtime.Object, a admission.Attributes, preferred schema.GroupVersionKind, o admission.ObjectInterfaces) (PT, error) {
+}](obj runtime.Object, gvk schema.GroupVersionKind, o admission.ObjectInterfaces) (PT, error) {
 	if isNilObject(obj) {
 		return nil, unexpectedType(obj, nil)
 	}
-	if typed, ok := obj.(PT); ok {
-		return typed, nil
-	}
-	out, err := convertObject(obj, a, preferred, o)
+	typed, err := versioned.As[T, PT](obj, gvk, o)
 	if err != nil {
 		return nil, unexpectedType(obj, err)
-	}
-	typed, ok := out.(PT)
-	if !ok || typed == nil {
-		return nil, unexpectedType(obj, nil)
 	}
 	return typed, nil
 }

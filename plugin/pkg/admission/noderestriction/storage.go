@@ -40,11 +40,11 @@ func (p *Plugin) validatePVCStatus(nodeName string, a admission.Attributes, o ad
 	if a.GetOperation() != admission.Update {
 		return admission.NewForbidden(a, fmt.Errorf("unexpected operation %q", a.GetOperation()))
 	}
-	oldPVC, err := versioned[corev1.PersistentVolumeClaim](a.GetOldObject(), a, pvcGVK, o)
+	oldPVC, err := asVersioned[corev1.PersistentVolumeClaim](a.GetOldObject(), pvcGVK, o)
 	if err != nil {
 		return admission.NewForbidden(a, err)
 	}
-	newPVC, err := versioned[corev1.PersistentVolumeClaim](a.GetObject(), a, pvcGVK, o)
+	newPVC, err := asVersioned[corev1.PersistentVolumeClaim](a.GetObject(), pvcGVK, o)
 	if err != nil {
 		return admission.NewForbidden(a, err)
 	}
@@ -97,11 +97,11 @@ func (p *Plugin) validateCSINode(nodeName string, a admission.Attributes, o admi
 	if a.GetOperation() != admission.Update {
 		return admission.NewForbidden(a, fmt.Errorf("unexpected operation %q", a.GetOperation()))
 	}
-	oldSpec, err := csiNodeSpec(a.GetOldObject(), a, o)
+	oldSpec, err := csiNodeSpec(a.GetOldObject(), o)
 	if err != nil {
 		return admission.NewForbidden(a, err)
 	}
-	newSpec, err := csiNodeSpec(a.GetObject(), a, o)
+	newSpec, err := csiNodeSpec(a.GetObject(), o)
 	if err != nil {
 		return admission.NewForbidden(a, err)
 	}
@@ -113,8 +113,8 @@ func (p *Plugin) validateCSINode(nodeName string, a admission.Attributes, o admi
 
 // csiNodeSpec returns a CSINode's spec in storage/v1 form, the only
 // version csinodes are served in.
-func csiNodeSpec(obj runtime.Object, a admission.Attributes, o admission.ObjectInterfaces) (*storagev1.CSINodeSpec, error) {
-	n, err := versioned[storagev1.CSINode](obj, a, csiNodeGVK, o)
+func csiNodeSpec(obj runtime.Object, o admission.ObjectInterfaces) (*storagev1.CSINodeSpec, error) {
+	n, err := asVersioned[storagev1.CSINode](obj, csiNodeGVK, o)
 	if err != nil {
 		return nil, err
 	}
