@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/klog/v2"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/versioned"
 )
@@ -46,27 +47,25 @@ func isNilObject(obj runtime.Object) bool {
 }
 
 // unexpectedType is the error a rule returns when the object is not the kind
-// it handles; the text matches upstream's.
-func unexpectedType(obj runtime.Object, cause error) error {
-	if cause != nil {
-		return fmt.Errorf("unexpected type %T: %v", obj, cause)
-	}
+// it handles; the text is upstream's, word for word, whatever the reason.
+func unexpectedType(obj runtime.Object) error {
 	return fmt.Errorf("unexpected type %T", obj)
 }
 
 // asVersioned returns obj as the k8s.io/api type *T of gvk, converting an
 // internal object with the chain's scheme, or the "unexpected type" error
-// upstream's type assertion gives, with the reason when there is one.
+// upstream's type assertion gives.
 func asVersioned[T any, PT interface {
 	*T
 	runtime.Object
 }](obj runtime.Object, gvk schema.GroupVersionKind, o admission.ObjectInterfaces) (PT, error) {
 	if isNilObject(obj) {
-		return nil, unexpectedType(obj, nil)
+		return nil, unexpectedType(obj)
 	}
 	typed, err := versioned.As[T, PT](obj, gvk, o)
 	if err != nil {
-		return nil, unexpectedType(obj, err)
+		klog.V(4).InfoS("NodeRestriction cannot read the object as its kind", "type", fmt.Sprintf("%T", obj), "kind", gvk, "err", err)
+		return nil, unexpectedType(obj)
 	}
 	return typed, nil
 }

@@ -232,11 +232,11 @@ func evictionObjectName(obj runtime.Object, o admission.ObjectInterfaces) (strin
 		return false
 	})
 	if !isEviction {
-		return "", unexpectedType(obj, nil)
+		return "", unexpectedType(obj)
 	}
 	name, err := objectName(obj)
 	if err != nil {
-		return "", unexpectedType(obj, err)
+		return "", unexpectedType(obj)
 	}
 	return name, nil
 }

@@ -59,7 +59,7 @@ func (p *Plugin) validateResourceSlice(nodeName string, a admission.Attributes, 
 // pointer; a node name is never empty, so "" cannot match).
 func resourceSliceNodeName(obj runtime.Object, o admission.ObjectInterfaces) (string, error) {
 	if isNilObject(obj) {
-		return "", unexpectedType(obj, nil)
+		return "", unexpectedType(obj)
 	}
 	if name, ok := versionedResourceSliceNodeName(obj); ok {
 		return name, nil
