@@ -18,6 +18,7 @@ package noderestriction
 
 import (
 	"fmt"
+	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -25,6 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/versioned"
 )
 
 var (
@@ -51,9 +54,24 @@ func (p *Plugin) validatePVCStatus(nodeName string, a admission.Attributes, o ad
 	oldPVC = p.pvcWithoutNodeFields(oldPVC)
 	newPVC = p.pvcWithoutNodeFields(newPVC)
 	if !apiequality.Semantic.DeepEqual(oldPVC, newPVC) {
-		return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to update fields other than status.quantity and status.conditions: %v", nodeName, diff.Diff(oldPVC, newPVC)))
+		return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to update fields other than status.quantity and status.conditions: %v", nodeName, pvcDiff(oldPVC, newPVC, a.GetObject(), o)))
 	}
 	return nil
+}
+
+// pvcDiff shows the difference in the types of the request's objects, as
+// Kubernetes does: inside kube-apiserver those are internal claims, whose
+// printed form (field names, order) differs from v1's.
+func pvcDiff(oldPVC, newPVC *corev1.PersistentVolumeClaim, original runtime.Object, o admission.ObjectInterfaces) string {
+	if _, ok := original.(*corev1.PersistentVolumeClaim); ok || isNilObject(original) || o == nil || reflect.TypeOf(original).Kind() != reflect.Pointer {
+		return diff.Diff(oldPVC, newPVC)
+	}
+	oldOut := reflect.New(reflect.TypeOf(original).Elem()).Interface().(runtime.Object)
+	newOut := reflect.New(reflect.TypeOf(original).Elem()).Interface().(runtime.Object)
+	if versioned.Back(oldPVC, oldOut, o) != nil || versioned.Back(newPVC, newOut, o) != nil {
+		return diff.Diff(oldPVC, newPVC)
+	}
+	return diff.Diff(oldOut, newOut)
 }
 
 // pvcWithoutNodeFields returns a copy without the fields a node may write,
