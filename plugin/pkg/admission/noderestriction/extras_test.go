@@ -259,3 +259,30 @@ func TestFeatureGates(t *testing.T) {
 		}
 	})
 }
+
+// TestSteeringAllowances: the labels and prefixes NewPlugin warns about at
+// start-up, one warning each.
+func TestSteeringAllowances(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  *v1alpha1.Configuration
+		want []string
+	}{
+		{name: "no configuration"},
+		{name: "inventory keys", cfg: &v1alpha1.Configuration{
+			AllowedLabels: []string{"inventory.example.kubernetes.io/rack", "rack"}, AllowedLabelPrefixes: []string{"hardware.example.k8s.io"}}},
+		{name: "a node role", cfg: &v1alpha1.Configuration{AllowedLabels: []string{"node-role.kubernetes.io/worker", "example.com/x"}},
+			want: []string{"node-role.kubernetes.io/worker"}},
+		{name: "topology label and prefix", cfg: &v1alpha1.Configuration{
+			AllowedLabels: []string{"topology.kubernetes.io/zone"}, AllowedLabelPrefixes: []string{"topology.kubernetes.io/", "node-role.kubernetes.io"}},
+			want: []string{"topology.kubernetes.io/zone", "topology.kubernetes.io/", "node-role.kubernetes.io"}},
+		{name: "a subdomain is not the well-known namespace", cfg: &v1alpha1.Configuration{AllowedLabels: []string{"x.node-role.kubernetes.io/y"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, steeringAllowances(tt.cfg)); diff != "" {
+				t.Errorf("steeringAllowances (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
