@@ -23,6 +23,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
 )
@@ -42,43 +44,51 @@ func (p *Plugin) validateNode(nodeName string, a admission.Attributes, o admissi
 	}
 	switch a.GetOperation() {
 	case admission.Create:
-		node, err := asVersioned[corev1.Node](a.GetObject(), nodeGVK, o)
+		spec, nodeMeta, err := readNode(a.GetObject(), o)
 		if err != nil {
 			return admission.NewForbidden(a, err)
 		}
-		if node.Spec.ConfigSource != nil {
+		if spec.ConfigSource != nil {
 			// "pods" is upstream's wording.
 			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to create pods with a non-nil configSource", nodeName))
 		}
-		if forbidden := p.forbiddenLabels(modifiedLabels(node.Labels, nil)); len(forbidden) > 0 {
+		if forbidden := p.forbiddenLabels(modifiedLabels(nodeMeta.GetLabels(), nil)); len(forbidden) > 0 {
 			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to set the following labels: %s", nodeName, strings.Join(forbidden, ", ")))
 		}
 	case admission.Update:
-		node, err := asVersioned[corev1.Node](a.GetObject(), nodeGVK, o)
+		spec, nodeMeta, err := readNode(a.GetObject(), o)
 		if err != nil {
 			return admission.NewForbidden(a, err)
 		}
-		oldNode, err := asVersioned[corev1.Node](a.GetOldObject(), nodeGVK, o)
+		oldSpec, oldMeta, err := readNode(a.GetOldObject(), o)
 		if err != nil {
 			return admission.NewForbidden(a, err)
 		}
 		// Dropping configSource is fine: older kubelets clear fields they
 		// do not know on status updates.
-		if node.Spec.ConfigSource != nil && !apiequality.Semantic.DeepEqual(node.Spec.ConfigSource, oldNode.Spec.ConfigSource) {
+		if spec.ConfigSource != nil && !apiequality.Semantic.DeepEqual(spec.ConfigSource, oldSpec.ConfigSource) {
 			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to update configSource to a new non-nil configSource", nodeName))
 		}
-		if !apiequality.Semantic.DeepEqual(p.withoutAllowedTaints(node.Spec.Taints), p.withoutAllowedTaints(oldNode.Spec.Taints)) {
+		if !apiequality.Semantic.DeepEqual(p.withoutAllowedTaints(spec.Taints), p.withoutAllowedTaints(oldSpec.Taints)) {
 			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify taints", nodeName))
 		}
-		if !apiequality.Semantic.DeepEqual(node.OwnerReferences, oldNode.OwnerReferences) {
+		if !apiequality.Semantic.DeepEqual(nodeMeta.GetOwnerReferences(), oldMeta.GetOwnerReferences()) {
 			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify ownerReferences", nodeName))
 		}
-		if forbidden := p.forbiddenLabels(modifiedLabels(node.Labels, oldNode.Labels)); len(forbidden) > 0 {
+		if forbidden := p.forbiddenLabels(modifiedLabels(nodeMeta.GetLabels(), oldMeta.GetLabels())); len(forbidden) > 0 {
 			// Upstream's message has no node name here.
 			return admission.NewForbidden(a, fmt.Errorf("is not allowed to modify labels: %s", strings.Join(forbidden, ", ")))
 		}
 	}
 	return nil
+}
+
+// readNode returns what the node rules read of a Node in any version: its
+// metadata and its spec. Of an internal Node only the spec is converted,
+// not the status a kubelet rewrites every few seconds (images, conditions,
+// addresses).
+func readNode(obj runtime.Object, o admission.ObjectInterfaces) (*corev1.NodeSpec, metav1.Object, error) {
+	return readPart(obj, nodeGVK, o, "Spec", func(n *corev1.Node) *corev1.NodeSpec { return &n.Spec })
 }
 
 // withoutAllowedTaints leaves out the taints whose keys the configuration

@@ -21,6 +21,7 @@ import (
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
@@ -68,6 +69,40 @@ func asVersioned[T any, PT interface {
 		return nil, unexpectedType(obj)
 	}
 	return typed, nil
+}
+
+// readPart returns the metadata of obj, a T in any version, and one of its
+// top-level fields (name, which get picks out of a T) in k8s.io/api form.
+// Metadata is shared by internal and versioned objects; of an internal
+// object only the field is converted, or, when the scheme cannot convert it
+// alone, the whole object.
+func readPart[T, F any, PT interface {
+	*T
+	runtime.Object
+}](obj runtime.Object, gvk schema.GroupVersionKind, o admission.ObjectInterfaces, name string, get func(PT) *F) (*F, metav1.Object, error) {
+	if typed, ok := obj.(PT); ok && typed != nil {
+		m, err := meta.Accessor(typed)
+		if err != nil {
+			return nil, nil, unexpectedType(obj)
+		}
+		return get(typed), m, nil
+	}
+	if !isKind(obj, gvk.GroupKind(), o, func(runtime.Object) bool { return false }) {
+		return nil, nil, unexpectedType(obj)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil, unexpectedType(obj)
+	}
+	part := new(F)
+	if err := versioned.Field(obj, name, part, o); err == nil {
+		return part, m, nil
+	}
+	whole, err := asVersioned[T, PT](obj, gvk, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return get(whole), m, nil
 }
 
 // isKind reports whether obj is of the given group and kind in any version,

@@ -131,20 +131,21 @@ func (p *Plugin) validatePodStatus(nodeName string, a admission.Attributes, o ad
 	if oldPod.Spec.NodeName != nodeName {
 		return admission.NewForbidden(a, fmt.Errorf("node %q can only update pod status for pods with spec.nodeName set to itself", nodeName))
 	}
-	newPod, err := asVersioned[corev1.Pod](a.GetObject(), podGVK, o)
+	// Of the new pod only the metadata and status are read.
+	newStatus, newMeta, err := readPart(a.GetObject(), podGVK, o, "Status", func(p *corev1.Pod) *corev1.PodStatus { return &p.Status })
 	if err != nil {
 		return admission.NewForbidden(a, err)
 	}
-	if !labels.Equals(oldPod.Labels, newPod.Labels) {
+	if !labels.Equals(oldPod.Labels, newMeta.GetLabels()) {
 		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update labels through pod status", nodeName))
 	}
-	if !claimStatusesEqual(oldPod.Status.ResourceClaimStatuses, newPod.Status.ResourceClaimStatuses) {
+	if !claimStatusesEqual(oldPod.Status.ResourceClaimStatuses, newStatus.ResourceClaimStatuses) {
 		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update resource claim statues", nodeName))
 	}
-	if !extendedClaimStatusEqual(oldPod.Status.ExtendedResourceClaimStatus, newPod.Status.ExtendedResourceClaimStatus) {
+	if !extendedClaimStatusEqual(oldPod.Status.ExtendedResourceClaimStatus, newStatus.ExtendedResourceClaimStatus) {
 		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update extended resource claim status", nodeName))
 	}
-	if !nodeAllocatableClaimStatusesEqual(oldPod.Status.NodeAllocatableResourceClaimStatuses, newPod.Status.NodeAllocatableResourceClaimStatuses) {
+	if !nodeAllocatableClaimStatusesEqual(oldPod.Status.NodeAllocatableResourceClaimStatuses, newStatus.NodeAllocatableResourceClaimStatuses) {
 		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update node allocatable resource claim statuses", nodeName))
 	}
 	return nil

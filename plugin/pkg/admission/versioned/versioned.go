@@ -78,6 +78,29 @@ func As[T any, PT interface {
 	return typed, nil
 }
 
+// Field converts one top-level struct field of obj, such as Spec or Status
+// (internal and k8s.io/api types share those names), into out, a pointer to
+// the field's k8s.io/api type, through the conversions the chain's scheme
+// registered for that pair of types: the same functions that convert it as
+// part of the whole object. It is for a rule that reads a small part of a
+// large object. An object without such a field, or a scheme without such a
+// conversion, is an error; the caller then converts the whole object with
+// To or As, so that no object the scheme can convert is refused.
+func Field(obj runtime.Object, name string, out any, o admission.ObjectInterfaces) error {
+	if err := convertible(obj, schema.GroupVersionKind{}, o); err != nil {
+		return err
+	}
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("%T is not a pointer to a struct", obj)
+	}
+	sf, ok := v.Elem().Type().FieldByName(name)
+	if !ok || !sf.IsExported() || len(sf.Index) != 1 || sf.Type.Kind() != reflect.Struct {
+		return fmt.Errorf("%T has no struct field %s", obj, name)
+	}
+	return o.GetObjectConvertor().Convert(v.Elem().Field(sf.Index[0]).Addr().Interface(), out, nil)
+}
+
 // Back writes versioned, a converted copy that a mutating plugin changed,
 // back into obj, the request's object.
 func Back(versioned, obj runtime.Object, o admission.ObjectInterfaces) error {

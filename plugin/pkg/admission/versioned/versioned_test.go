@@ -120,3 +120,46 @@ func TestToAndBack(t *testing.T) {
 		t.Errorf("To(versioned) = %p, converted %v, %v; want the object itself", out, converted, err)
 	}
 }
+
+type internalStatus struct{ Phase string }
+
+type statusOnly struct {
+	metav1.TypeMeta
+	Status internalStatus
+	secret internalStatus //nolint:unused // an unexported field Field must not reach
+}
+
+func (s *statusOnly) DeepCopyObject() runtime.Object { c := *s; return &c }
+
+func TestField(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := s.AddConversionFunc((*internalStatus)(nil), (*corev1.PodStatus)(nil), func(a, b any, _ conversion.Scope) error {
+		b.(*corev1.PodStatus).Phase = corev1.PodPhase(a.(*internalStatus).Phase)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	o := admission.NewObjectInterfacesFromScheme(s)
+	obj := &statusOnly{Status: internalStatus{Phase: "Running"}}
+	var status corev1.PodStatus
+	if err := Field(obj, "Status", &status, o); err != nil || status.Phase != corev1.PodRunning {
+		t.Errorf("Field(Status) = %q, %v", status.Phase, err)
+	}
+	for _, tt := range []struct {
+		name  string
+		obj   runtime.Object
+		field string
+		out   any
+	}{
+		{name: "no such field", obj: obj, field: "Spec", out: &corev1.PodSpec{}},
+		{name: "unexported field", obj: obj, field: "secret", out: &corev1.PodStatus{}},
+		{name: "no registered conversion", obj: obj, field: "Status", out: &corev1.NodeStatus{}},
+		{name: "typed nil", obj: (*statusOnly)(nil), field: "Status", out: &corev1.PodStatus{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := Field(tt.obj, tt.field, tt.out, o); err == nil {
+				t.Errorf("Field(%s) converted %T", tt.field, tt.out)
+			}
+		})
+	}
+}
