@@ -45,10 +45,9 @@ import (
 // fuzzTarget is one resource the plugin handles, with a fresh object of a
 // type a node might send for it (nil for none).
 type fuzzTarget struct {
-	gvr     schema.GroupVersionResource
-	newObj  func() runtime.Object
-	subs    []string
-	objects admission.ObjectInterfaces
+	gvr    schema.GroupVersionResource
+	newObj func() runtime.Object
+	subs   []string
 }
 
 var fuzzTargets = []fuzzTarget{

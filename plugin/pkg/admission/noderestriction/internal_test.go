@@ -107,8 +107,10 @@ func toReorderedNode(n *corev1.Node) *reorderedNode {
 	if n == nil {
 		return nil
 	}
+	//lint:ignore SA1019 the stand-in carries the field the rule judges
+	configSource := n.Spec.ConfigSource.DeepCopy()
 	r := &reorderedNode{ObjectMeta: *n.ObjectMeta.DeepCopy(), Spec: reorderedNodeSpec{
-		Unschedulable: n.Spec.Unschedulable, ConfigSource: n.Spec.ConfigSource.DeepCopy(), PodCIDR: n.Spec.PodCIDR, ProviderHint: "x",
+		Unschedulable: n.Spec.Unschedulable, ConfigSource: configSource, PodCIDR: n.Spec.PodCIDR, ProviderHint: "x",
 	}}
 	for _, t := range n.Spec.Taints {
 		r.Spec.Taints = append(r.Spec.Taints, reorderedTaint{TimeAdded: t.TimeAdded, Effect: string(t.Effect), Value: t.Value, Key: t.Key})
@@ -117,9 +119,9 @@ func toReorderedNode(n *corev1.Node) *reorderedNode {
 }
 
 func fromReorderedNode(r *reorderedNode, n *corev1.Node) {
-	*n = corev1.Node{ObjectMeta: *r.ObjectMeta.DeepCopy(), Spec: corev1.NodeSpec{
-		Unschedulable: r.Spec.Unschedulable, ConfigSource: r.Spec.ConfigSource.DeepCopy(), PodCIDR: r.Spec.PodCIDR,
-	}}
+	*n = corev1.Node{ObjectMeta: *r.ObjectMeta.DeepCopy(), Spec: corev1.NodeSpec{Unschedulable: r.Spec.Unschedulable, PodCIDR: r.Spec.PodCIDR}}
+	//lint:ignore SA1019 the stand-in carries the field the rule judges
+	n.Spec.ConfigSource = r.Spec.ConfigSource.DeepCopy()
 	for _, t := range r.Spec.Taints {
 		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{TimeAdded: t.TimeAdded, Effect: corev1.TaintEffect(t.Effect), Value: t.Value, Key: t.Key})
 	}

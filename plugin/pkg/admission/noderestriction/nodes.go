@@ -48,6 +48,7 @@ func (p *Plugin) validateNode(nodeName string, a admission.Attributes, o admissi
 		if err != nil {
 			return admission.NewForbidden(a, err)
 		}
+		//lint:ignore SA1019 Kubernetes still judges the removed DynamicKubeletConfig field, so must we
 		if spec.ConfigSource != nil {
 			// "pods" is upstream's wording.
 			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to create pods with a non-nil configSource", nodeName))
@@ -66,6 +67,7 @@ func (p *Plugin) validateNode(nodeName string, a admission.Attributes, o admissi
 		}
 		// Dropping configSource is fine: older kubelets clear fields they
 		// do not know on status updates.
+		//lint:ignore SA1019 Kubernetes still judges the removed DynamicKubeletConfig field, so must we
 		if spec.ConfigSource != nil && !apiequality.Semantic.DeepEqual(spec.ConfigSource, oldSpec.ConfigSource) {
 			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to update configSource to a new non-nil configSource", nodeName))
 		}

@@ -31,10 +31,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 )
 
-var (
-	podGVK      = corev1.SchemeGroupVersion.WithKind("Pod")
-	evictionGVK = policyv1.SchemeGroupVersion.WithKind("Eviction")
-)
+var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
 
 // validatePod lets a node create mirror pods for its static pods and delete
 // pods bound to it. Everything else about a pod's spec belongs to the

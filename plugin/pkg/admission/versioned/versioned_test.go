@@ -126,7 +126,8 @@ type internalStatus struct{ Phase string }
 type statusOnly struct {
 	metav1.TypeMeta
 	Status internalStatus
-	secret internalStatus //nolint:unused // an unexported field Field must not reach
+	//lint:ignore U1000 an unexported field, which Field must not reach
+	secret internalStatus
 }
 
 func (s *statusOnly) DeepCopyObject() runtime.Object { c := *s; return &c }

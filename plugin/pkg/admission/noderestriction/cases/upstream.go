@@ -299,6 +299,7 @@ func nodeCases() []Case {
 		return m
 	}
 	configured := func(name, uid string) *corev1.Node {
+		//lint:ignore SA1019 Kubernetes' cases set the removed DynamicKubeletConfig field
 		return &corev1.Node{ObjectMeta: meta, Spec: corev1.NodeSpec{ConfigSource: &corev1.NodeConfigSource{
 			ConfigMap: &corev1.ConfigMapNodeConfigSource{Name: name, Namespace: "bar", UID: "fooUID", KubeletConfigKey: "kubelet"},
 		}}}
