@@ -20,10 +20,13 @@ import (
 	"context"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	api "k8s.io/kubernetes/pkg/apis/core"
 )
 
-// BenchmarkNodeRestriction runs each hot request through upstream's plugin
+// BenchmarkNodeRestriction runs each hot request, on internal objects, through upstream's plugin
 // and ours, one after the other in the same process, so that the ratio is
 // not skewed by whatever else the machine is doing between runs.
 func BenchmarkNodeRestriction(b *testing.B) {
@@ -39,6 +42,17 @@ func BenchmarkNodeRestriction(b *testing.B) {
 			})
 		})
 	}
+	// The yardstick for the kubelet requests: what converting one whole
+	// internal pod to v1 costs in the same run.
+	b.Run("baseline-pod-conversion", func(b *testing.B) {
+		pod := internal[api.Pod](b, storedPod())
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := legacyscheme.Scheme.Convert(pod, &corev1.Pod{}, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 func run(b *testing.B, attrs admission.Attributes, check func(admission.Attributes) error) {

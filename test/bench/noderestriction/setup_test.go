@@ -22,9 +22,11 @@ package noderestriction
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -166,13 +168,33 @@ func storedPod() *corev1.Pod {
 }
 
 func storedNode() *corev1.Node {
-	return &corev1.Node{
+	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "mynode", UID: "mynode-uid", Labels: map[string]string{
 			"kubernetes.io/hostname": "mynode", "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
 			"topology.kubernetes.io/zone": "z1", "node.kubernetes.io/instance-type": "m5.large",
 		}},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule}}},
+		Spec: corev1.NodeSpec{PodCIDR: "10.244.1.0/24", PodCIDRs: []string{"10.244.1.0/24"}, ProviderID: "aws:///z1/i-0abc",
+			Taints: []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule}}},
 	}
+	// A kubelet's status as it reports it every few seconds.
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"),
+		corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
+	}
+	node.Status = corev1.NodeStatus{
+		Capacity: capacity, Allocatable: capacity,
+		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.7"}, {Type: corev1.NodeHostName, Address: "mynode"}},
+		NodeInfo:  corev1.NodeSystemInfo{KubeletVersion: "v1.37.2", OperatingSystem: "linux", Architecture: "amd64", ContainerRuntimeVersion: "containerd://2.1.0"},
+	}
+	for _, c := range []corev1.NodeConditionType{corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure, corev1.NodeReady} {
+		node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: c, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficient", Message: "kubelet is posting status"})
+	}
+	for i := range 20 {
+		node.Status.Images = append(node.Status.Images, corev1.ContainerImage{
+			Names: []string{fmt.Sprintf("registry.example.com/app-%d@sha256:%064d", i, i), fmt.Sprintf("registry.example.com/app-%d:1.%d", i, i)}, SizeBytes: int64(i+1) << 24,
+		})
+	}
+	return node
 }
 
 // mirrorPod is a static pod's mirror as the kubelet posts it: owned by
@@ -227,7 +249,7 @@ type shape struct {
 	attrs admission.Attributes
 }
 
-// hotShapes are the five requests the speed target names, all allowed.
+// hotShapes are the six requests the speed target names, all allowed.
 func hotShapes(t testing.TB) []shape {
 	t.Helper()
 	pod := internal[api.Pod](t, storedPod())
@@ -239,9 +261,14 @@ func hotShapes(t testing.TB) []shape {
 	node.Labels["topology.kubernetes.io/zone"] = "z2"
 	node.Labels["example.com/rack"] = "r7"
 
+	statusNode := oldNode.DeepCopy()
+	statusNode.Status.Conditions[3].Status = api.ConditionTrue
+	statusNode.Status.Conditions[3].LastHeartbeatTime = metav1.Now()
+
 	return []shape{
 		{"non-node-request", request(updated, pod, podKind, podsResource, "ns", "mypod", "", admission.Update, bob)},
 		{"node-label-update", request(node, oldNode, nodeKind, nodesResource, "", "mynode", "", admission.Update, myNode)},
+		{"node-status-update", request(statusNode, oldNode, nodeKind, nodesResource, "", "mynode", "status", admission.Update, myNode)},
 		{"pod-status-update", request(updated, pod, podKind, podsResource, "ns", "mypod", "status", admission.Update, myNode)},
 		{"mirror-pod-create", request(internal[api.Pod](t, mirrorPod()), nil, podKind, podsResource, "ns", "static-web-mynode", "", admission.Create, myNode)},
 		{"token-request", request(tokenRequest("mypod", "pod-uid", "vault"), nil, tokenKind, saResource, "ns", "default", "token", admission.Create, myNode)},

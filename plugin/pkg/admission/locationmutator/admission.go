@@ -47,6 +47,7 @@ import (
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/versioned"
 )
 
 // PluginName is the name to enable with --enable-admission-plugins.
@@ -213,22 +214,14 @@ func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, ob
 		return nil
 	}
 
-	versioned, err := o.GetObjectCreater().New(gvk)
+	versionedObj, internal, err := versioned.To(obj, gvk, o)
 	if err != nil {
-		return apierrors.NewInternalError(fmt.Errorf("%s: cannot create a %v: %w", PluginName, gvk, err))
-	}
-	internal := reflect.TypeOf(versioned) != reflect.TypeOf(obj)
-	if internal {
-		if err := o.GetObjectConvertor().Convert(obj, versioned, nil); err != nil {
-			return apierrors.NewInternalError(fmt.Errorf("%s: converting to %v: %w", PluginName, gvk, err))
-		}
-	} else {
-		versioned = obj
+		return apierrors.NewInternalError(fmt.Errorf("%s: converting to %v: %w", PluginName, gvk, err))
 	}
 	if !p.unstructuredOnly {
 		// Mutate the typed object directly when the mutators allow it;
 		// the result is the same as through the unstructured form below.
-		res, err := mutation.MutateTyped(candidates, versioned, target)
+		res, err := mutation.MutateTyped(candidates, versionedObj, target)
 		switch {
 		case errors.Is(err, mutation.ErrTypedUnsupported):
 			klog.V(5).InfoS("LocationMutator mutates through the unstructured form", "kind", gvk, "reason", err)
@@ -239,7 +232,7 @@ func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, ob
 				return nil
 			}
 			if internal {
-				if err := o.GetObjectConvertor().Convert(versioned, obj, nil); err != nil {
+				if err := versioned.Back(versionedObj, obj, o); err != nil {
 					return apierrors.NewInternalError(fmt.Errorf("%s: converting back from %v: %w", PluginName, gvk, err))
 				}
 			}
@@ -247,7 +240,7 @@ func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, ob
 			return nil
 		}
 	}
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(versioned)
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(versionedObj)
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("%s: %w", PluginName, err))
 	}
@@ -265,10 +258,10 @@ func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, ob
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, out); err != nil {
 		// A value of the wrong type for the schema (a string key where
 		// the field is an integer, say) shows up only here.
-		return admission.NewForbidden(a, fmt.Errorf("%s: %s: %w", PluginName, p.invalidAfter(versioned, gvk, candidates, res, target), err))
+		return admission.NewForbidden(a, fmt.Errorf("%s: %s: %w", PluginName, p.invalidAfter(versionedObj, gvk, candidates, res, target), err))
 	}
 	if internal {
-		if err := o.GetObjectConvertor().Convert(out, obj, nil); err != nil {
+		if err := versioned.Back(out, obj, o); err != nil {
 			return apierrors.NewInternalError(fmt.Errorf("%s: converting back from %v: %w", PluginName, gvk, err))
 		}
 	} else {

@@ -37,6 +37,7 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	storagev1listers "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/component-base/featuregate"
+	"k8s.io/klog/v2"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/apis/v1alpha1"
 )
@@ -64,6 +65,10 @@ func Register(plugins *admission.Plugins) {
 func NewPlugin(nodeIdentifier NodeIdentifier, config *v1alpha1.Configuration) (*Plugin, error) {
 	if errs := config.Validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: invalid configuration: %w", PluginName, errs.ToAggregate())
+	}
+	for _, label := range steeringAllowances(config) {
+		klog.InfoS("Warning: NodeRestriction lets every node set a label that workloads are steered by; a compromised node can use it to draw them",
+			"allowedLabel", label)
 	}
 	return &Plugin{
 		Handler:        admission.NewHandler(admission.Create, admission.Update, admission.Delete),

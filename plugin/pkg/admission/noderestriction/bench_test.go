@@ -20,16 +20,20 @@ import (
 	"context"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/utils/ptr"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
 )
 
 // benchPod is a pod of realistic size: two containers with environment,
 // mounts and resources, a projected token volume and some status.
 func benchPod(node string) *corev1.Pod {
-	pod := testPod("ns", "mypod", node, false)
+	pod := testPod("ns", "mypod", node)
 	pod.Labels = map[string]string{"app": "web", "tier": "frontend", "pod-template-hash": "5d8f7c9b6"}
 	pod.Spec.ServiceAccountName = "default"
 	for _, name := range []string{"app", "sidecar"} {
@@ -62,12 +66,12 @@ func benchValidate(b *testing.B, p *Plugin, attrs admission.Attributes) {
 
 func BenchmarkValidate(b *testing.B) {
 	pod := benchPod("mynode")
-	pods := podLister(b, pod)
+	pods := []*corev1.Pod{pod}
 
 	b.Run("non-node request", func(b *testing.B) {
 		bob := &user.DefaultInfo{Name: "bob", Groups: []string{"system:authenticated"}}
-		p := admitCase{pods: pods}.plugin(b)
-		benchValidate(b, p, request(pod, pod, kindPod, gvrPods, "ns", "mypod", "", admission.Update, bob))
+		p := newCasePlugin(b, cases.Case{Pods: pods})
+		benchValidate(b, p, cases.Request(pod, pod, kindPod, gvrPods, "ns", "mypod", "", admission.Update, bob))
 	})
 
 	b.Run("node label update", func(b *testing.B) {
@@ -78,30 +82,33 @@ func BenchmarkValidate(b *testing.B) {
 		node := old.DeepCopy()
 		node.Labels["topology.kubernetes.io/zone"] = "z2"
 		node.Labels["example.com/rack"] = "r7"
-		p := admitCase{pods: pods}.plugin(b)
-		benchValidate(b, p, request(node, old, kindNode, gvrNodes, "", "mynode", "", admission.Update, userMyNode))
+		p := newCasePlugin(b, cases.Case{Pods: pods})
+		benchValidate(b, p, cases.Request(node, old, kindNode, gvrNodes, "", "mynode", "", admission.Update, cases.UserMyNode))
 	})
 
 	b.Run("pod status update", func(b *testing.B) {
 		updated := pod.DeepCopy()
 		updated.Status.Conditions[0].Status = corev1.ConditionFalse
-		p := admitCase{pods: pods}.plugin(b)
-		benchValidate(b, p, request(updated, pod, kindPod, gvrPods, "ns", "mypod", "status", admission.Update, userMyNode))
+		p := newCasePlugin(b, cases.Case{Pods: pods})
+		benchValidate(b, p, cases.Request(updated, pod, kindPod, gvrPods, "ns", "mypod", "status", admission.Update, cases.UserMyNode))
 	})
 
 	b.Run("mirror pod create", func(b *testing.B) {
 		mirror := benchPod("mynode")
 		mirror.Spec.ServiceAccountName = ""
 		mirror.Spec.Volumes = []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/etc/app"}}}}
-		m := testPod("ns", "mypod", "mynode", true)
-		mirror.Annotations, mirror.OwnerReferences = m.Annotations, m.OwnerReferences
-		p := admitCase{pods: pods}.plugin(b)
-		benchValidate(b, p, request(mirror, nil, kindPod, gvrPods, "ns", "mypod", "", admission.Create, userMyNode))
+		mirror.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "true"}
+		mirror.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "mynode", UID: "mynode-uid", Controller: ptr.To(true)}}
+		p := newCasePlugin(b, cases.Case{Pods: pods})
+		benchValidate(b, p, cases.Request(mirror, nil, kindPod, gvrPods, "ns", "mypod", "", admission.Create, cases.UserMyNode))
 	})
 
 	b.Run("token request", func(b *testing.B) {
-		p := admitCase{pods: pods, inspect: true}.plugin(b)
-		benchValidate(b, p, request(tokenRequest("mypod", "pod-uid", "vault"), nil, kindToken, gvrSAs, "ns", "default", "token", admission.Create, userMyNode))
+		p := newCasePlugin(b, cases.Case{Pods: pods, Inspect: true})
+		benchValidate(b, p, cases.Request(&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			Audiences:      []string{"vault"},
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "mypod", UID: "pod-uid"},
+		}}, nil, kindToken, gvrSAs, "ns", "default", "token", admission.Create, cases.UserMyNode))
 	})
 
 	b.Run("baseline: v1 Pod DeepCopy", func(b *testing.B) {

@@ -50,7 +50,7 @@ func (p *Plugin) validateCSR(nodeName string, a admission.Attributes, o admissio
 	if a.GetOperation() != admission.Create {
 		return nil
 	}
-	signer, request, err := csrSignerAndRequest(a.GetObject(), a, o)
+	signer, request, err := csrSignerAndRequest(a.GetObject(), o)
 	if err != nil {
 		return admission.NewForbidden(a, err)
 	}
@@ -69,11 +69,11 @@ func (p *Plugin) validateCSR(nodeName string, a admission.Attributes, o admissio
 
 // csrSignerAndRequest reads a CSR in either served version; v1beta1's
 // signer is optional.
-func csrSignerAndRequest(obj runtime.Object, a admission.Attributes, o admission.ObjectInterfaces) (string, []byte, error) {
+func csrSignerAndRequest(obj runtime.Object, o admission.ObjectInterfaces) (string, []byte, error) {
 	if b, ok := obj.(*certificatesv1beta1.CertificateSigningRequest); ok && b != nil {
 		return derefString(b.Spec.SignerName), b.Spec.Request, nil
 	}
-	csr, err := versioned[certificatesv1.CertificateSigningRequest](obj, a, csrGVK, o)
+	csr, err := asVersioned[certificatesv1.CertificateSigningRequest](obj, csrGVK, o)
 	if err != nil {
 		return "", nil, err
 	}
@@ -101,12 +101,12 @@ type pcrSpec struct {
 	nodeUID            types.UID
 }
 
-func podCertificateRequestSpec(obj runtime.Object, a admission.Attributes, o admission.ObjectInterfaces) (pcrSpec, error) {
+func podCertificateRequestSpec(obj runtime.Object, o admission.ObjectInterfaces) (pcrSpec, error) {
 	if b, ok := obj.(*certificatesv1beta1.PodCertificateRequest); ok && b != nil {
 		s := &b.Spec
 		return pcrSpec{s.SignerName, s.PodName, s.PodUID, s.ServiceAccountName, s.ServiceAccountUID, s.NodeName, s.NodeUID}, nil
 	}
-	pcr, err := versioned[certificatesv1.PodCertificateRequest](obj, a, pcrGVK, o)
+	pcr, err := asVersioned[certificatesv1.PodCertificateRequest](obj, pcrGVK, o)
 	if err != nil {
 		return pcrSpec{}, err
 	}
@@ -129,7 +129,7 @@ func (p *Plugin) validatePodCertificateRequest(ctx context.Context, nodeName str
 	if a.GetSubresource() != "" {
 		return admission.NewForbidden(a, fmt.Errorf("unexpected subresource %v", a.GetSubresource()))
 	}
-	req, err := podCertificateRequestSpec(a.GetObject(), a, o)
+	req, err := podCertificateRequestSpec(a.GetObject(), o)
 	if err != nil {
 		return admission.NewForbidden(a, err)
 	}

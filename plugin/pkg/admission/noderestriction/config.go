@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -59,6 +60,32 @@ type allowances struct {
 	labelPrefix  map[string]struct{}
 	taintKeys    map[string]struct{}
 	hasTaintKeys bool
+}
+
+// steeringNamespaces are label namespaces that workloads are routinely
+// steered by (node roles in selectors and tolerations, zones and regions in
+// topology spread and affinity): allowing a node to set them is allowing a
+// compromised node to draw those workloads.
+var steeringNamespaces = []string{"node-role.kubernetes.io", "topology.kubernetes.io"}
+
+// steeringAllowances returns the allowed labels and label prefixes of cfg
+// that fall in a steering namespace.
+func steeringAllowances(cfg *v1alpha1.Configuration) []string {
+	if cfg == nil {
+		return nil
+	}
+	var found []string
+	for _, key := range cfg.AllowedLabels {
+		if slices.Contains(steeringNamespaces, labelNamespace(key)) {
+			found = append(found, key)
+		}
+	}
+	for _, prefix := range cfg.AllowedLabelPrefixes {
+		if slices.Contains(steeringNamespaces, strings.TrimSuffix(prefix, "/")) {
+			found = append(found, prefix)
+		}
+	}
+	return found
 }
 
 func newAllowances(cfg *v1alpha1.Configuration) allowances {

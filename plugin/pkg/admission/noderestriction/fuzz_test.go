@@ -37,18 +37,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	corev1listers "k8s.io/client-go/listers/core/v1"
-	storagev1listers "k8s.io/client-go/listers/storage/v1"
 	"sigs.k8s.io/randfill"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
 )
 
 // fuzzTarget is one resource the plugin handles, with a fresh object of a
 // type a node might send for it (nil for none).
 type fuzzTarget struct {
-	gvr     schema.GroupVersionResource
-	newObj  func() runtime.Object
-	subs    []string
-	objects admission.ObjectInterfaces
+	gvr    schema.GroupVersionResource
+	newObj func() runtime.Object
+	subs   []string
 }
 
 var fuzzTargets = []fuzzTarget{
@@ -76,18 +75,24 @@ var fuzzNames = []string{"mynode", "othernode", "", "mypod", "otherpod"}
 // fuzzPlugin has every gate on and listers holding a pod, a node, a claim
 // and a driver for both nodes.
 func fuzzPlugin(t testing.TB) *Plugin {
-	p := admitCase{}.plugin(t)
+	p := newCasePlugin(t, cases.Case{
+		Pods: []*corev1.Pod{testPod("ns", "mypod", "mynode"), testPod("ns", "otherpod", "othernode"),
+			mirrorPod("mynode"), mirrorPod("othernode")},
+		Nodes:           []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "mynode", UID: "mynode-uid"}}, {ObjectMeta: metav1.ObjectMeta{Name: "othernode", UID: "othernode-uid"}}},
+		ServiceAccounts: []*corev1.ServiceAccount{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sa"}}},
+		CSIDrivers:      []*storagev1.CSIDriver{{ObjectMeta: metav1.ObjectMeta{Name: "d"}}},
+	})
 	p.InspectFeatureGates(newGates(t, "", nil))
 	p.gates.csiVolumeHealth = true
-	p.podsGetter = podLister(t, testPod("ns", "mypod", "mynode", false), testPod("ns", "otherpod", "othernode", false),
-		testPod("ns", "mynode", "mynode", true), testPod("ns", "othernode", "othernode", true))
-	p.nodesGetter = nodeLister(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "mynode", UID: "mynode-uid"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "othernode", UID: "othernode-uid"}})
-	p.serviceAccountGetter = corev1listers.NewServiceAccountLister(indexer(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sa"}}))
-	p.csiDriverGetter = storagev1listers.NewCSIDriverLister(indexer(t, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "d"}}))
-	p.pvcGetter = corev1listers.NewPersistentVolumeClaimLister(indexer(t))
-	p.pvGetter = corev1listers.NewPersistentVolumeLister(indexer(t))
 	p.authz = denyAll{}
 	return p
+}
+
+// mirrorPod is a mirror pod named after its node.
+func mirrorPod(node string) *corev1.Pod {
+	pod := testPod("ns", node, node)
+	pod.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "true"}
+	return pod
 }
 
 // FuzzValidate sends random requests from node mynode. Whatever the
@@ -106,7 +111,7 @@ func FuzzValidate(f *testing.F) {
 	f.Add(uint8(15), uint8(2), uint8(2), uint8(1), []byte{})
 
 	p := fuzzPlugin(f)
-	internalObjects := admission.NewObjectInterfacesFromScheme(readerScheme(f))
+	internalObjects := admission.NewObjectInterfacesFromScheme(internalScheme(f))
 	ops := []admission.Operation{admission.Create, admission.Update, admission.Delete, admission.Connect}
 	f.Fuzz(func(t *testing.T, targetSel, opSel, subSel, names uint8, data []byte) {
 		target := fuzzTargets[int(targetSel)%len(fuzzTargets)]
@@ -126,7 +131,7 @@ func FuzzValidate(f *testing.F) {
 			steer(obj, names)
 			steer(old, names>>3)
 		}
-		attrs := request(obj, old, schema.GroupVersionKind{}, target.gvr, "ns", name, sub, op, userMyNode)
+		attrs := cases.Request(obj, old, schema.GroupVersionKind{}, target.gvr, "ns", name, sub, op, cases.UserMyNode)
 		err := p.Validate(t.Context(), attrs, nil)
 		checkInternalDecides(t, p, attrs, err, internalObjects)
 		if err != nil {
@@ -143,13 +148,12 @@ func FuzzValidate(f *testing.F) {
 	})
 }
 
-// checkInternalDecides replays a request whose pod, node or token request
-// has an internal stand-in with the stand-ins, which the rules read through
-// the layout reader (unsafe offsets): the decision must be the versioned
-// one, word for word.
+// checkInternalDecides replays a request whose objects have internal
+// stand-ins with the stand-ins, which the rules convert through the
+// scheme: the decision must be the versioned one, word for word.
 func checkInternalDecides(t *testing.T, p *Plugin, attrs admission.Attributes, versionedErr error, objects admission.ObjectInterfaces) {
 	t.Helper()
-	internal, ok := onReaderInternal(attrs)
+	internal, ok := onInternal(attrs)
 	if !ok {
 		return
 	}

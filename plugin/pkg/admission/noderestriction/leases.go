@@ -38,11 +38,11 @@ func (p *Plugin) validateLease(nodeName string, a admission.Attributes, o admiss
 		// The request name is not reliable on create; the object's is, and
 		// reading it needs only the metadata.
 		if !isKind(a.GetObject(), schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}, o, isVersionedLease) {
-			return admission.NewForbidden(a, unexpectedType(a.GetObject(), nil))
+			return admission.NewForbidden(a, unexpectedType(a.GetObject()))
 		}
 		n, err := objectName(a.GetObject())
 		if err != nil {
-			return admission.NewForbidden(a, unexpectedType(a.GetObject(), err))
+			return admission.NewForbidden(a, unexpectedType(a.GetObject()))
 		}
 		name = n
 	}

@@ -18,14 +18,13 @@ package noderestriction
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
 )
@@ -45,81 +44,40 @@ func (p *Plugin) validateNode(nodeName string, a admission.Attributes, o admissi
 	}
 	switch a.GetOperation() {
 	case admission.Create:
-		obj := a.GetObject()
-		var hasConfigSource bool
-		if node, ok := obj.(*corev1.Node); ok && node != nil {
-			hasConfigSource = node.Spec.ConfigSource != nil
-		} else {
-			n, shape, err := nodeShapes.read(obj, o)
-			if err != nil {
-				return admission.NewForbidden(a, err)
-			}
-			hasConfigSource = shape.configSource.ptr(n) != nil
+		spec, nodeMeta, err := readNode(a.GetObject(), o)
+		if err != nil {
+			return admission.NewForbidden(a, err)
 		}
-		if hasConfigSource {
+		//lint:ignore SA1019 Kubernetes still judges the removed DynamicKubeletConfig field, so must we
+		if spec.ConfigSource != nil {
 			// "pods" is upstream's wording.
 			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to create pods with a non-nil configSource", nodeName))
-		}
-		nodeMeta, err := meta.Accessor(obj)
-		if err != nil {
-			return admission.NewForbidden(a, unexpectedType(obj, err))
 		}
 		if forbidden := p.forbiddenLabels(modifiedLabels(nodeMeta.GetLabels(), nil)); len(forbidden) > 0 {
 			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to set the following labels: %s", nodeName, strings.Join(forbidden, ", ")))
 		}
 	case admission.Update:
-		obj, oldObj := a.GetObject(), a.GetOldObject()
-		node, newVersioned := obj.(*corev1.Node)
-		oldNode, oldVersioned := oldObj.(*corev1.Node)
-		switch {
-		case newVersioned && oldVersioned && node != nil && oldNode != nil:
-			if err := p.versionedNodeSpecUnchanged(nodeName, a, node, oldNode); err != nil {
-				return err
-			}
-		case newVersioned || oldVersioned:
-			// One of each kind: rare enough to convert whichever is internal.
-			node, err := versioned[corev1.Node](obj, a, nodeGVK, o)
-			if err != nil {
-				return admission.NewForbidden(a, err)
-			}
-			oldNode, err := versioned[corev1.Node](oldObj, a, nodeGVK, o)
-			if err != nil {
-				return admission.NewForbidden(a, err)
-			}
-			if err := p.versionedNodeSpecUnchanged(nodeName, a, node, oldNode); err != nil {
-				return err
-			}
-		default:
-			n, shape, err := nodeShapes.read(obj, o)
-			if err != nil {
-				return admission.NewForbidden(a, err)
-			}
-			old, err := nodeShapes.readSecond(oldObj, obj, shape, o)
-			if err != nil {
-				return admission.NewForbidden(a, err)
-			}
-			// Semantic equality, as upstream, on the internal values;
-			// a configSource is rare, so its reflection rarely runs.
-			if shape.configSource.ptr(n) != nil && !semanticPtrEqual(&shape.configSource, n, old) {
-				return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to update configSource to a new non-nil configSource", nodeName))
-			}
-			if !p.internalTaintsUnchanged(shape, n, old) {
-				return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify taints", nodeName))
-			}
-		}
-		// Both kinds of node embed metav1.ObjectMeta.
-		newMeta, err := meta.Accessor(obj)
+		spec, nodeMeta, err := readNode(a.GetObject(), o)
 		if err != nil {
-			return admission.NewForbidden(a, unexpectedType(obj, err))
+			return admission.NewForbidden(a, err)
 		}
-		oldMeta, err := meta.Accessor(oldObj)
+		oldSpec, oldMeta, err := readNode(a.GetOldObject(), o)
 		if err != nil {
-			return admission.NewForbidden(a, unexpectedType(oldObj, err))
+			return admission.NewForbidden(a, err)
 		}
-		if !slices.EqualFunc(newMeta.GetOwnerReferences(), oldMeta.GetOwnerReferences(), ownerReferenceEqual) {
+		// Dropping configSource is fine: older kubelets clear fields they
+		// do not know on status updates.
+		//lint:ignore SA1019 Kubernetes still judges the removed DynamicKubeletConfig field, so must we
+		if spec.ConfigSource != nil && !apiequality.Semantic.DeepEqual(spec.ConfigSource, oldSpec.ConfigSource) {
+			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to update configSource to a new non-nil configSource", nodeName))
+		}
+		if !apiequality.Semantic.DeepEqual(p.withoutAllowedTaints(spec.Taints), p.withoutAllowedTaints(oldSpec.Taints)) {
+			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify taints", nodeName))
+		}
+		if !apiequality.Semantic.DeepEqual(nodeMeta.GetOwnerReferences(), oldMeta.GetOwnerReferences()) {
 			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify ownerReferences", nodeName))
 		}
-		if forbidden := p.forbiddenLabels(modifiedLabels(newMeta.GetLabels(), oldMeta.GetLabels())); len(forbidden) > 0 {
+		if forbidden := p.forbiddenLabels(modifiedLabels(nodeMeta.GetLabels(), oldMeta.GetLabels())); len(forbidden) > 0 {
 			// Upstream's message has no node name here.
 			return admission.NewForbidden(a, fmt.Errorf("is not allowed to modify labels: %s", strings.Join(forbidden, ", ")))
 		}
@@ -127,57 +85,20 @@ func (p *Plugin) validateNode(nodeName string, a admission.Attributes, o admissi
 	return nil
 }
 
-// versionedNodeSpecUnchanged checks the spec fields a node may not change
-// on two k8s.io/api nodes.
-func (p *Plugin) versionedNodeSpecUnchanged(nodeName string, a admission.Attributes, node, oldNode *corev1.Node) error {
-	// Dropping configSource is fine: older kubelets clear fields they
-	// do not know on status updates.
-	if node.Spec.ConfigSource != nil && !apiequality.Semantic.DeepEqual(node.Spec.ConfigSource, oldNode.Spec.ConfigSource) {
-		return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to update configSource to a new non-nil configSource", nodeName))
-	}
-	if !p.taintsUnchanged(node.Spec.Taints, oldNode.Spec.Taints) {
-		return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify taints", nodeName))
-	}
-	return nil
+// readNode returns what the node rules read of a Node in any version: its
+// metadata and its spec. Of an internal Node only the spec is converted,
+// not the status a kubelet rewrites every few seconds (images, conditions,
+// addresses).
+func readNode(obj runtime.Object, o admission.ObjectInterfaces) (*corev1.NodeSpec, metav1.Object, error) {
+	return readPart(obj, nodeGVK, o, "Spec", func(n *corev1.Node) *corev1.NodeSpec { return &n.Spec })
 }
 
-// taintsUnchanged compares the taints a node may not touch. Without
-// allowed taint keys that is every taint, as in Kubernetes; with them, the
-// allowed keys are left out on both sides and the rest must be identical.
-func (p *Plugin) taintsUnchanged(newTaints, oldTaints []corev1.Taint) bool {
-	if !p.allow.hasTaintKeys {
-		return slices.EqualFunc(newTaints, oldTaints, taintEqual)
-	}
-	return slices.EqualFunc(p.withoutAllowedTaints(newTaints), p.withoutAllowedTaints(oldTaints), taintEqual)
-}
-
-// taintEqual and ownerReferenceEqual are equality.Semantic.DeepEqual
-// written out for their types (nil and empty lists alike, times by
-// instant): reflection made up most of a node update's cost.
-// TestComparedFields fails when k8s.io/api adds a field they do not know.
-func taintEqual(a, b corev1.Taint) bool {
-	if a.Key != b.Key || a.Value != b.Value || a.Effect != b.Effect {
-		return false
-	}
-	if a.TimeAdded == nil || b.TimeAdded == nil {
-		return a.TimeAdded == b.TimeAdded
-	}
-	return a.TimeAdded.UTC() == b.TimeAdded.UTC()
-}
-
-func ownerReferenceEqual(a, b metav1.OwnerReference) bool {
-	return a.APIVersion == b.APIVersion && a.Kind == b.Kind && a.Name == b.Name && a.UID == b.UID &&
-		boolPtrEqual(a.Controller, b.Controller) && boolPtrEqual(a.BlockOwnerDeletion, b.BlockOwnerDeletion)
-}
-
-func boolPtrEqual(a, b *bool) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
+// withoutAllowedTaints leaves out the taints whose keys the configuration
+// lets a node change; without allowed keys that is none, as in Kubernetes.
 func (p *Plugin) withoutAllowedTaints(taints []corev1.Taint) []corev1.Taint {
+	if !p.allow.hasTaintKeys {
+		return taints
+	}
 	var kept []corev1.Taint
 	for _, t := range taints {
 		if !p.allow.taintAllowed(t.Key) {

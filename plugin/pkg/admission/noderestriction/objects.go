@@ -21,18 +21,21 @@ import (
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/klog/v2"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/versioned"
 )
 
 // Inside kube-apiserver an admission plugin sees internal objects
 // (k8s.io/kubernetes pkg/apis/...), which admitkit cannot import; elsewhere,
-// and in tests, it sees k8s.io/api types. The helpers here give a rule the
-// k8s.io/api view of an object: the object itself when it already is one,
-// otherwise a conversion through the scheme the admission chain hands us.
-// Rules call them only after identity and resource have been decided, and
-// only for the objects they read.
+// and in tests, it sees k8s.io/api types. Every rule is written once, on
+// k8s.io/api types: it reads metadata, which both kinds of object share,
+// through meta.Accessor, and converts an object (package versioned) only
+// once identity and resource are decided and only when it needs more.
 
 // isNilObject reports a nil interface or a typed nil pointer, which a
 // careless caller (or the fuzzer) may put into the attributes.
@@ -45,57 +48,61 @@ func isNilObject(obj runtime.Object) bool {
 }
 
 // unexpectedType is the error a rule returns when the object is not the kind
-// it handles; the text matches upstream's.
-func unexpectedType(obj runtime.Object, cause error) error {
-	if cause != nil {
-		return fmt.Errorf("unexpected type %T: %v", obj, cause)
-	}
+// it handles; the text is upstream's, word for word, whatever the reason.
+func unexpectedType(obj runtime.Object) error {
 	return fmt.Errorf("unexpected type %T", obj)
 }
 
-// convertObject converts obj into the versioned kind target with the
-// chain's scheme. A request's own kind (a.GetKind()) is the first choice when
-// it names the same group and kind, since the server certainly serves that
-// version; otherwise the preferred version is used.
-func convertObject(obj runtime.Object, a admission.Attributes, preferred schema.GroupVersionKind, o admission.ObjectInterfaces) (runtime.Object, error) {
-	if o == nil {
-		return nil, fmt.Errorf("no object convertor to read %v", preferred.GroupKind())
-	}
-	target := preferred
-	if k := a.GetKind(); k.Group == preferred.Group && k.Kind == preferred.Kind && k.Version != "" && k.Version != runtime.APIVersionInternal {
-		target = k
-	}
-	out, err := o.GetObjectCreater().New(target)
-	if err != nil {
-		return nil, err
-	}
-	if err := o.GetObjectConvertor().Convert(obj, out, nil); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// versioned returns obj as *T: obj itself when it is one, else a conversion
-// to preferred. The boolean error reports why the object cannot be read as T.
-func versioned[T any, PT interface {
+// asVersioned returns obj as the k8s.io/api type *T of gvk, converting an
+// internal object with the chain's scheme, or the "unexpected type" error
+// upstream's type assertion gives.
+func asVersioned[T any, PT interface {
 	*T
 	runtime.Object
-}](obj runtime.Object, a admission.Attributes, preferred schema.GroupVersionKind, o admission.ObjectInterfaces) (PT, error) {
+}](obj runtime.Object, gvk schema.GroupVersionKind, o admission.ObjectInterfaces) (PT, error) {
 	if isNilObject(obj) {
-		return nil, unexpectedType(obj, nil)
+		return nil, unexpectedType(obj)
 	}
-	if typed, ok := obj.(PT); ok {
-		return typed, nil
-	}
-	out, err := convertObject(obj, a, preferred, o)
+	typed, err := versioned.As[T, PT](obj, gvk, o)
 	if err != nil {
-		return nil, unexpectedType(obj, err)
-	}
-	typed, ok := out.(PT)
-	if !ok || typed == nil {
-		return nil, unexpectedType(obj, nil)
+		klog.V(4).InfoS("NodeRestriction cannot read the object as its kind", "type", fmt.Sprintf("%T", obj), "kind", gvk, "err", err)
+		return nil, unexpectedType(obj)
 	}
 	return typed, nil
+}
+
+// readPart returns the metadata of obj, a T in any version, and one of its
+// top-level fields (name, which get picks out of a T) in k8s.io/api form.
+// Metadata is shared by internal and versioned objects; of an internal
+// object only the field is converted, or, when the scheme cannot convert it
+// alone, the whole object.
+func readPart[T, F any, PT interface {
+	*T
+	runtime.Object
+}](obj runtime.Object, gvk schema.GroupVersionKind, o admission.ObjectInterfaces, name string, get func(PT) *F) (*F, metav1.Object, error) {
+	if typed, ok := obj.(PT); ok && typed != nil {
+		m, err := meta.Accessor(typed)
+		if err != nil {
+			return nil, nil, unexpectedType(obj)
+		}
+		return get(typed), m, nil
+	}
+	if !isKind(obj, gvk.GroupKind(), o, func(runtime.Object) bool { return false }) {
+		return nil, nil, unexpectedType(obj)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil, unexpectedType(obj)
+	}
+	part := new(F)
+	if err := versioned.Field(obj, name, part, o); err == nil {
+		return part, m, nil
+	}
+	whole, err := asVersioned[T, PT](obj, gvk, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return get(whole), m, nil
 }
 
 // isKind reports whether obj is of the given group and kind in any version,

@@ -19,24 +19,19 @@ package noderestriction
 import (
 	"fmt"
 	"slices"
-	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 )
 
-var (
-	podGVK      = corev1.SchemeGroupVersion.WithKind("Pod")
-	evictionGVK = policyv1.SchemeGroupVersion.WithKind("Eviction")
-)
+var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
 
 // validatePod lets a node create mirror pods for its static pods and delete
 // pods bound to it. Everything else about a pod's spec belongs to the
@@ -67,38 +62,24 @@ func (p *Plugin) validatePod(nodeName string, a admission.Attributes, o admissio
 // collected with the node, and reference no API object, since a static pod
 // manifest could otherwise be used to reach secrets the node has no pod for.
 func (p *Plugin) validateMirrorPodCreate(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) error {
-	obj := a.GetObject()
-	pod, versionedPod := obj.(*corev1.Pod)
-	var internal unsafe.Pointer
-	var shape *mirrorPodShape
-	var specNodeName string
-	var podMeta *metav1.ObjectMeta
-	if versionedPod && pod != nil {
-		specNodeName, podMeta = pod.Spec.NodeName, &pod.ObjectMeta
-	} else {
-		var err error
-		if internal, shape, err = mirrorPodShapes.read(obj, o); err != nil {
-			return admission.NewForbidden(a, err)
-		}
-		specNodeName = shape.nodeName.str(internal)
-		// Both kinds of pod embed metav1.ObjectMeta.
-		podMeta = typedAt[metav1.ObjectMeta](&shape.meta, internal)
+	pod, err := asVersioned[corev1.Pod](a.GetObject(), podGVK, o)
+	if err != nil {
+		return admission.NewForbidden(a, err)
 	}
-	if _, mirror := podMeta.Annotations[corev1.MirrorPodAnnotationKey]; !mirror {
+	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; !mirror {
 		return admission.NewForbidden(a, fmt.Errorf("pod does not have %q annotation, node %q can only create mirror pods", corev1.MirrorPodAnnotationKey, nodeName))
 	}
-	if specNodeName != nodeName {
+	if pod.Spec.NodeName != nodeName {
 		return admission.NewForbidden(a, fmt.Errorf("node %q can only create pods with spec.nodeName set to itself", nodeName))
 	}
-	owners := podMeta.OwnerReferences
-	switch len(owners) {
+	switch len(pod.OwnerReferences) {
 	case 0:
 		return admission.NewForbidden(a, fmt.Errorf("node %q can only create pods with an owner reference set to itself", nodeName))
 	case 1:
 	default:
 		return admission.NewForbidden(a, fmt.Errorf("node %q can only create pods with a single owner reference set to itself", nodeName))
 	}
-	owner := &owners[0]
+	owner := &pod.OwnerReferences[0]
 	if owner.APIVersion != corev1.SchemeGroupVersion.String() || owner.Kind != "Node" || owner.Name != nodeName {
 		return admission.NewForbidden(a, fmt.Errorf("node %q can only create pods with an owner reference set to itself", nodeName))
 	}
@@ -122,13 +103,7 @@ func (p *Plugin) validateMirrorPodCreate(nodeName string, a admission.Attributes
 		return admission.NewForbidden(a, fmt.Errorf("node %s UID mismatch: expected %s got %s", nodeName, owner.UID, node.UID))
 	}
 
-	var referenced bool
-	var what string
-	if shape != nil {
-		referenced, what, err = shape.referencesAPIObjects(internal)
-	} else {
-		referenced, what, err = podReferencesAPIObjects(pod)
-	}
+	referenced, what, err := podReferencesAPIObjects(pod)
 	if err != nil {
 		return admission.NewForbidden(a, fmt.Errorf("error checking mirror pod for API references: %w", err))
 	}
@@ -145,91 +120,37 @@ func (p *Plugin) validatePodStatus(nodeName string, a admission.Attributes, o ad
 	if a.GetOperation() != admission.Update {
 		return admission.NewForbidden(a, fmt.Errorf("unexpected operation %q", a.GetOperation()))
 	}
-	oldObj, newObj := a.GetOldObject(), a.GetObject()
-	oldPod, oldVersioned := oldObj.(*corev1.Pod)
-	newPod, newVersioned := newObj.(*corev1.Pod)
-	if oldVersioned && newVersioned && oldPod != nil && newPod != nil {
-		return p.validateVersionedPodStatus(nodeName, a, oldPod, newPod)
-	}
-	if oldVersioned || newVersioned {
-		// One of each kind: rare enough (a test, a generic server) to
-		// convert whichever is internal.
-		return p.validateConvertedPodStatus(nodeName, a, o)
-	}
-
-	oldP, shape, err := podStatusShapes.read(oldObj, o)
+	oldPod, err := asVersioned[corev1.Pod](a.GetOldObject(), podGVK, o)
 	if err != nil {
 		return admission.NewForbidden(a, err)
 	}
 	// The old object is what is stored, so the binding is not the node's claim.
-	if shape.nodeName.str(oldP) != nodeName {
+	if oldPod.Spec.NodeName != nodeName {
 		return admission.NewForbidden(a, fmt.Errorf("node %q can only update pod status for pods with spec.nodeName set to itself", nodeName))
 	}
-	newP, err := podStatusShapes.readSecond(newObj, oldObj, shape, o)
+	// Of the new pod only the metadata and status are read.
+	newStatus, newMeta, err := readPart(a.GetObject(), podGVK, o, "Status", func(p *corev1.Pod) *corev1.PodStatus { return &p.Status })
 	if err != nil {
 		return admission.NewForbidden(a, err)
 	}
-	// Both pods embed metav1.ObjectMeta.
-	oldMeta, newMeta := typedAt[metav1.ObjectMeta](&shape.meta, oldP), typedAt[metav1.ObjectMeta](&shape.meta, newP)
-	if !labels.Equals(oldMeta.Labels, newMeta.Labels) {
+	if !labels.Equals(oldPod.Labels, newMeta.GetLabels()) {
 		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update labels through pod status", nodeName))
 	}
-	if shape.noClaimStatuses(oldP) && shape.noClaimStatuses(newP) {
-		// What nearly every pod status update looks like.
-		return nil
-	}
-	if !semanticSliceEqual(&shape.claimStatuses, oldP, newP) {
+	if !claimStatusesEqual(oldPod.Status.ResourceClaimStatuses, newStatus.ResourceClaimStatuses) {
 		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update resource claim statues", nodeName))
 	}
-	if !semanticPtrEqual(&shape.extendedStatus, oldP, newP) {
+	if !extendedClaimStatusEqual(oldPod.Status.ExtendedResourceClaimStatus, newStatus.ExtendedResourceClaimStatus) {
 		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update extended resource claim status", nodeName))
 	}
-	if !semanticSliceEqual(&shape.allocatableRefs, oldP, newP) {
+	if !nodeAllocatableClaimStatusesEqual(oldPod.Status.NodeAllocatableResourceClaimStatuses, newStatus.NodeAllocatableResourceClaimStatuses) {
 		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update node allocatable resource claim statuses", nodeName))
 	}
 	return nil
 }
 
-// validateConvertedPodStatus judges a status update whose pods are not
-// both of one Go type by converting them to v1.
-func (p *Plugin) validateConvertedPodStatus(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) error {
-	oldPod, err := versioned[corev1.Pod](a.GetOldObject(), a, podGVK, o)
-	if err != nil {
-		return admission.NewForbidden(a, err)
-	}
-	if oldPod.Spec.NodeName != nodeName {
-		return admission.NewForbidden(a, fmt.Errorf("node %q can only update pod status for pods with spec.nodeName set to itself", nodeName))
-	}
-	newPod, err := versioned[corev1.Pod](a.GetObject(), a, podGVK, o)
-	if err != nil {
-		return admission.NewForbidden(a, err)
-	}
-	return p.validateVersionedPodStatus(nodeName, a, oldPod, newPod)
-}
-
-func (p *Plugin) validateVersionedPodStatus(nodeName string, a admission.Attributes, oldPod, newPod *corev1.Pod) error {
-	// The old object is what is stored, so the binding is not the node's claim.
-	if oldPod.Spec.NodeName != nodeName {
-		return admission.NewForbidden(a, fmt.Errorf("node %q can only update pod status for pods with spec.nodeName set to itself", nodeName))
-	}
-	if !labels.Equals(oldPod.Labels, newPod.Labels) {
-		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update labels through pod status", nodeName))
-	}
-	if !claimStatusesEqual(oldPod.Status.ResourceClaimStatuses, newPod.Status.ResourceClaimStatuses) {
-		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update resource claim statues", nodeName))
-	}
-	if !extendedClaimStatusEqual(oldPod.Status.ExtendedResourceClaimStatus, newPod.Status.ExtendedResourceClaimStatus) {
-		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update extended resource claim status", nodeName))
-	}
-	if !nodeAllocatableClaimStatusesEqual(oldPod.Status.NodeAllocatableResourceClaimStatuses, newPod.Status.NodeAllocatableResourceClaimStatuses) {
-		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update node allocatable resource claim statuses", nodeName))
-	}
-	return nil
-}
-
-// The status comparisons are element by element rather than deep equality:
-// entries are normally written once, but nothing guarantees it, and a
-// changed entry must be caught wherever it is.
+// The claim-status comparisons read the fields Kubernetes 1.37 compares,
+// element by element, no more and no less: they are its rule, not a deep
+// equality, so Semantic.DeepEqual would judge differently.
 
 func claimStatusesEqual(x, y []corev1.PodResourceClaimStatus) bool {
 	return slices.EqualFunc(x, y, func(a, b corev1.PodResourceClaimStatus) bool {
@@ -309,11 +230,11 @@ func evictionObjectName(obj runtime.Object, o admission.ObjectInterfaces) (strin
 		return false
 	})
 	if !isEviction {
-		return "", unexpectedType(obj, nil)
+		return "", unexpectedType(obj)
 	}
 	name, err := objectName(obj)
 	if err != nil {
-		return "", unexpectedType(obj, err)
+		return "", unexpectedType(obj)
 	}
 	return name, nil
 }

@@ -18,7 +18,6 @@ package noderestriction
 
 import (
 	"errors"
-	"fmt"
 
 	resourcev1 "k8s.io/api/resource/v1"
 	resourcev1beta1 "k8s.io/api/resource/v1beta1"
@@ -36,7 +35,7 @@ var resourceSliceGVK = resourcev1.SchemeGroupVersion.WithKind("ResourceSlice")
 func (p *Plugin) validateResourceSlice(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) error {
 	switch a.GetOperation() {
 	case admission.Create:
-		sliceNode, err := resourceSliceNodeName(a.GetObject(), a, o)
+		sliceNode, err := resourceSliceNodeName(a.GetObject(), o)
 		if err != nil {
 			return admission.NewForbidden(a, err)
 		}
@@ -44,7 +43,7 @@ func (p *Plugin) validateResourceSlice(nodeName string, a admission.Attributes, 
 			return admission.NewForbidden(a, errors.New("can only create ResourceSlice with the same NodeName as the requesting node"))
 		}
 	case admission.Delete:
-		sliceNode, err := resourceSliceNodeName(a.GetOldObject(), a, o)
+		sliceNode, err := resourceSliceNodeName(a.GetOldObject(), o)
 		if err != nil {
 			return admission.NewForbidden(a, err)
 		}
@@ -58,21 +57,18 @@ func (p *Plugin) validateResourceSlice(nodeName string, a admission.Attributes, 
 // resourceSliceNodeName returns spec.nodeName of a ResourceSlice in any
 // served version, "" when unset (v1beta1 has a plain string, the others a
 // pointer; a node name is never empty, so "" cannot match).
-func resourceSliceNodeName(obj runtime.Object, a admission.Attributes, o admission.ObjectInterfaces) (string, error) {
+func resourceSliceNodeName(obj runtime.Object, o admission.ObjectInterfaces) (string, error) {
 	if isNilObject(obj) {
-		return "", unexpectedType(obj, nil)
+		return "", unexpectedType(obj)
 	}
 	if name, ok := versionedResourceSliceNodeName(obj); ok {
 		return name, nil
 	}
-	out, err := convertObject(obj, a, resourceSliceGVK, o)
+	slice, err := asVersioned[resourcev1.ResourceSlice](obj, resourceSliceGVK, o)
 	if err != nil {
-		return "", unexpectedType(obj, err)
+		return "", err
 	}
-	if name, ok := versionedResourceSliceNodeName(out); ok {
-		return name, nil
-	}
-	return "", fmt.Errorf("unexpected type %T", obj)
+	return derefString(slice.Spec.NodeName), nil
 }
 
 // versionedResourceSliceNodeName reads spec.nodeName of a ResourceSlice of

@@ -24,7 +24,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -35,6 +34,8 @@ import (
 // audience none of its pods names (the audience is the "resource").
 const audienceVerb = "request-serviceaccounts-token-audience"
 
+var tokenRequestGVK = authenticationv1.SchemeGroupVersion.WithKind("TokenRequest")
+
 // validateServiceAccount lets a node request service account tokens only
 // for pods bound to it, and, with ServiceAccountNodeAudienceRestriction,
 // only for audiences those pods use. A token bound to a pod dies with the
@@ -44,28 +45,12 @@ func (p *Plugin) validateServiceAccount(ctx context.Context, nodeName string, a 
 	if a.GetOperation() != admission.Create || a.GetSubresource() != "token" {
 		return nil
 	}
-	var ref authenticationv1.BoundObjectReference
-	var hasRef bool
-	var audiences []string
-	obj := a.GetObject()
-	if tr, ok := obj.(*authenticationv1.TokenRequest); ok && tr != nil {
-		if tr.Spec.BoundObjectRef != nil {
-			ref, hasRef = *tr.Spec.BoundObjectRef, true
-		}
-		audiences = tr.Spec.Audiences
-	} else {
-		t, shape, err := tokenRequestShapes.read(obj, o)
-		if err != nil {
-			return admission.NewForbidden(a, err)
-		}
-		if r := shape.boundObjectRef.ptr(t); r != nil {
-			hasRef = true
-			ref.Kind, ref.APIVersion = shape.refKind.str(r), shape.refAPIVersion.str(r)
-			ref.Name, ref.UID = shape.refName.str(r), types.UID(shape.refUID.str(r))
-		}
-		audiences = *typedAt[[]string](&shape.audiences, t)
+	tr, err := asVersioned[authenticationv1.TokenRequest](a.GetObject(), tokenRequestGVK, o)
+	if err != nil {
+		return admission.NewForbidden(a, err)
 	}
-	if !hasRef || ref.APIVersion != "v1" || ref.Kind != "Pod" || ref.Name == "" {
+	ref := tr.Spec.BoundObjectRef
+	if ref == nil || ref.APIVersion != "v1" || ref.Kind != "Pod" || ref.Name == "" {
 		return admission.NewForbidden(a, fmt.Errorf("node requested token not bound to a pod"))
 	}
 	if ref.UID == "" {
@@ -85,7 +70,7 @@ func (p *Plugin) validateServiceAccount(ctx context.Context, nodeName string, a 
 		return admission.NewForbidden(a, fmt.Errorf("node requested token bound to a pod scheduled on a different node"))
 	}
 	if p.gates.audienceRestriction {
-		if err := p.validateTokenAudience(ctx, audiences, pod, a); err != nil {
+		if err := p.validateTokenAudience(ctx, tr.Spec.Audiences, pod, a); err != nil {
 			return admission.NewForbidden(a, err)
 		}
 	}

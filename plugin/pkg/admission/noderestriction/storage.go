@@ -18,6 +18,7 @@ package noderestriction
 
 import (
 	"fmt"
+	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -25,6 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/versioned"
 )
 
 var (
@@ -40,20 +43,35 @@ func (p *Plugin) validatePVCStatus(nodeName string, a admission.Attributes, o ad
 	if a.GetOperation() != admission.Update {
 		return admission.NewForbidden(a, fmt.Errorf("unexpected operation %q", a.GetOperation()))
 	}
-	oldPVC, err := versioned[corev1.PersistentVolumeClaim](a.GetOldObject(), a, pvcGVK, o)
+	oldPVC, err := asVersioned[corev1.PersistentVolumeClaim](a.GetOldObject(), pvcGVK, o)
 	if err != nil {
 		return admission.NewForbidden(a, err)
 	}
-	newPVC, err := versioned[corev1.PersistentVolumeClaim](a.GetObject(), a, pvcGVK, o)
+	newPVC, err := asVersioned[corev1.PersistentVolumeClaim](a.GetObject(), pvcGVK, o)
 	if err != nil {
 		return admission.NewForbidden(a, err)
 	}
 	oldPVC = p.pvcWithoutNodeFields(oldPVC)
 	newPVC = p.pvcWithoutNodeFields(newPVC)
 	if !apiequality.Semantic.DeepEqual(oldPVC, newPVC) {
-		return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to update fields other than status.quantity and status.conditions: %v", nodeName, diff.Diff(oldPVC, newPVC)))
+		return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to update fields other than status.quantity and status.conditions: %v", nodeName, pvcDiff(oldPVC, newPVC, a.GetObject(), o)))
 	}
 	return nil
+}
+
+// pvcDiff shows the difference in the types of the request's objects, as
+// Kubernetes does: inside kube-apiserver those are internal claims, whose
+// printed form (field names, order) differs from v1's.
+func pvcDiff(oldPVC, newPVC *corev1.PersistentVolumeClaim, original runtime.Object, o admission.ObjectInterfaces) string {
+	if _, ok := original.(*corev1.PersistentVolumeClaim); ok || isNilObject(original) || o == nil || reflect.TypeOf(original).Kind() != reflect.Pointer {
+		return diff.Diff(oldPVC, newPVC)
+	}
+	oldOut := reflect.New(reflect.TypeOf(original).Elem()).Interface().(runtime.Object)
+	newOut := reflect.New(reflect.TypeOf(original).Elem()).Interface().(runtime.Object)
+	if versioned.Back(oldPVC, oldOut, o) != nil || versioned.Back(newPVC, newOut, o) != nil {
+		return diff.Diff(oldPVC, newPVC)
+	}
+	return diff.Diff(oldOut, newOut)
 }
 
 // pvcWithoutNodeFields returns a copy without the fields a node may write,
@@ -97,11 +115,11 @@ func (p *Plugin) validateCSINode(nodeName string, a admission.Attributes, o admi
 	if a.GetOperation() != admission.Update {
 		return admission.NewForbidden(a, fmt.Errorf("unexpected operation %q", a.GetOperation()))
 	}
-	oldSpec, err := csiNodeSpec(a.GetOldObject(), a, o)
+	oldSpec, err := csiNodeSpec(a.GetOldObject(), o)
 	if err != nil {
 		return admission.NewForbidden(a, err)
 	}
-	newSpec, err := csiNodeSpec(a.GetObject(), a, o)
+	newSpec, err := csiNodeSpec(a.GetObject(), o)
 	if err != nil {
 		return admission.NewForbidden(a, err)
 	}
@@ -113,8 +131,8 @@ func (p *Plugin) validateCSINode(nodeName string, a admission.Attributes, o admi
 
 // csiNodeSpec returns a CSINode's spec in storage/v1 form, the only
 // version csinodes are served in.
-func csiNodeSpec(obj runtime.Object, a admission.Attributes, o admission.ObjectInterfaces) (*storagev1.CSINodeSpec, error) {
-	n, err := versioned[storagev1.CSINode](obj, a, csiNodeGVK, o)
+func csiNodeSpec(obj runtime.Object, o admission.ObjectInterfaces) (*storagev1.CSINodeSpec, error) {
+	n, err := asVersioned[storagev1.CSINode](obj, csiNodeGVK, o)
 	if err != nil {
 		return nil, err
 	}

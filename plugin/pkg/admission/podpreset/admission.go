@@ -58,6 +58,7 @@ import (
 
 	settingsinformers "github.com/admitkit/admitkit/generated/informers/externalversions"
 	"github.com/admitkit/admitkit/plugin/initializer"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/versioned"
 )
 
 const (
@@ -237,7 +238,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 	if pod == obj {
 		return nil
 	}
-	if err := o.GetObjectConvertor().Convert(pod, obj, nil); err != nil {
+	if err := versioned.Back(pod, obj, o); err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("converting the pod back after applying presets: %w", err))
 	}
 	return nil
@@ -326,21 +327,7 @@ func (p *Plugin) namespaceLabels(ctx context.Context, name string) (map[string]s
 // admission chain hands plugins its internal Pod type, which this module
 // cannot import; the chain's converter turns it into the versioned one.
 func versionedPod(obj runtime.Object, o admission.ObjectInterfaces) (*corev1.Pod, error) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		return pod, nil
-	}
-	if o == nil {
-		return nil, fmt.Errorf("got %T and no converter", obj)
-	}
-	converted, err := admission.ConvertToGVK(obj, corev1.SchemeGroupVersion.WithKind("Pod"), o)
-	if err != nil {
-		return nil, err
-	}
-	pod, ok := converted.(*corev1.Pod)
-	if !ok {
-		return nil, fmt.Errorf("converted %T to %T", obj, converted)
-	}
-	return pod, nil
+	return versioned.As[corev1.Pod](obj, corev1.SchemeGroupVersion.WithKind("Pod"), o)
 }
 
 // reportConflict tells whoever created the pod why its presets were left

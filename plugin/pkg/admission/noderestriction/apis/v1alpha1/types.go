@@ -41,7 +41,9 @@ type Configuration struct {
 	metav1.TypeMeta `json:",inline"`
 
 	// AllowedLabels are label keys a node may add, change or remove on its
-	// own Node, for example node-role.kubernetes.io/worker.
+	// own Node, for example inventory.example.kubernetes.io/rack. A
+	// compromised node can use them to steer any workload that selects on
+	// them: list only keys no scheduling rule depends on.
 	AllowedLabels []string `json:"allowedLabels,omitempty"`
 
 	// AllowedLabelPrefixes are label prefixes (the DNS subdomain before the
