@@ -140,11 +140,11 @@ func requestValues(t *testing.T) map[string]float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	passes, err := testutil.GetHistogramMetricCount(convergencePasses)
+	passes, err := testutil.GetHistogramMetricCount(convergencePasses.ObserverMetric)
 	if err != nil {
 		t.Fatal(err)
 	}
-	passesSum, err := testutil.GetHistogramMetricValue(convergencePasses)
+	passesSum, err := testutil.GetHistogramMetricValue(convergencePasses.ObserverMetric)
 	if err != nil {
 		t.Fatal(err)
 	}
