@@ -164,6 +164,10 @@ func TestMetrics(t *testing.T) {
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "metrics"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// No controller makes the account the ServiceAccount plugin requires.
+	if _, err := client.CoreV1().ServiceAccounts("metrics").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	web := map[string]string{"app": "web"}
 	if _, err := settings.SettingsV1alpha1().PodPresets("metrics").Create(ctx, podPreset("db", web, corev1.EnvVar{Name: "DB_HOST", Value: "db"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,7 +80,7 @@ func TestPodPresetRBAC(t *testing.T) {
 
 	// The aggregation controller adds the rules to admin a moment after the
 	// roles appear.
-	preset := podPreset("by-admin", map[string]string{"app": "web"})
+	preset := podPreset("by-admin", map[string]string{"app": "web"}, corev1.EnvVar{Name: "FROM", Value: "admin"})
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		_, err := admin.PodPresets(ns).Create(ctx, preset, metav1.CreateOptions{})
 		if apierrors.IsForbidden(err) {
@@ -113,7 +114,7 @@ func TestPodPresetRBAC(t *testing.T) {
 		write func() error
 	}{
 		{name: "viewer creates a PodPreset", write: func() error {
-			_, err := viewer.PodPresets(ns).Create(ctx, podPreset("by-viewer", nil), metav1.CreateOptions{})
+			_, err := viewer.PodPresets(ns).Create(ctx, podPreset("by-viewer", nil, corev1.EnvVar{Name: "FROM", Value: "viewer"}), metav1.CreateOptions{})
 			return err
 		}},
 		{name: "viewer updates the PodPreset", write: func() error {
