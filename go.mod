@@ -6,6 +6,7 @@ godebug default=go1.26
 
 require (
 	github.com/google/go-cmp v0.7.0
+	go.uber.org/goleak v1.3.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/apiserver v0.37.2

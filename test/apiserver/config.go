@@ -204,6 +204,9 @@ func createServerChain(c app.CompletedConfig, settingsFactory settingsinformers.
 	if err := installSettingsAPI(generic, c.KubeAPIs.ControlPlane.Generic.RESTOptionsGetter, c.KubeAPIs.ControlPlane.Generic.MergedResourceConfig, settingsFactory); err != nil {
 		return nil, err
 	}
+	if err := addBootstrapRolesHook(generic); err != nil {
+		return nil, err
+	}
 
 	aggregator, err := controlplaneapiserver.CreateAggregatorServer(c.Aggregator, generic,
 		apiExtensions.Informers.Apiextensions().V1().CustomResourceDefinitions(), crdAPIEnabled, apiServicePriorities())

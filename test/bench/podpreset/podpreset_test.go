@@ -102,6 +102,7 @@ func newPlugin(b *testing.B) *podpreset.Plugin {
 	kubeFactory := informers.NewSharedInformerFactory(kube, 0)
 	p := podpreset.NewPlugin()
 	initializer.New(settingsFactory).Initialize(p)
+	p.SetDrainedNotification(b.Context().Done())
 	p.SetExternalKubeInformerFactory(kubeFactory)
 	p.SetExternalKubeClientSet(kube)
 	if err := admission.ValidateInitialization(p); err != nil {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/kubernetes/pkg/controller/clusterroleaggregation"
 	"k8s.io/kubernetes/pkg/controller/deployment"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
 )
@@ -30,7 +31,9 @@ import (
 // RunWorkloadControllers runs kube-controller-manager's Deployment and
 // ReplicaSet controllers in-process against config until ctx ends, so that
 // tests can create Deployments and get pods the way a cluster makes them.
-// Nothing schedules or runs the pods.
+// Nothing schedules or runs the pods. It also runs the ClusterRole
+// aggregation controller, which fills the admin, edit and view roles from
+// the ClusterRoles labelled to aggregate into them.
 func RunWorkloadControllers(ctx context.Context, config *rest.Config) error {
 	config = rest.CopyConfig(config)
 	config.UserAgent = "admitkit-test-controllers"
@@ -47,8 +50,10 @@ func RunWorkloadControllers(ctx context.Context, config *rest.Config) error {
 	}
 	// 500 is kube-controller-manager's default --concurrent-replicaset-syncs burst.
 	replicaSets := replicaset.NewReplicaSetController(ctx, apps.ReplicaSets(), pods, client, 500)
+	aggregation := clusterroleaggregation.NewClusterRoleAggregation(factory.Rbac().V1().ClusterRoles(), client.RbacV1())
 	factory.Start(ctx.Done())
 	go deployments.Run(ctx, 2)
 	go replicaSets.Run(ctx, 2)
+	go aggregation.Run(ctx, 1)
 	return nil
 }

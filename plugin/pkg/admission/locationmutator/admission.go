@@ -89,6 +89,7 @@ var (
 
 // NewPlugin returns a plugin running system. A nil system runs nothing.
 func NewPlugin(system *mutation.System) *Plugin {
+	registerMetrics()
 	if system == nil {
 		system, _ = mutation.NewSystem(nil)
 	}
@@ -169,7 +170,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 	target := p.target(a, accessor)
 	matched, err := mutation.AnyMatches(candidates, &target)
 	if err != nil {
-		return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
+		return refuse(a, err)
 	}
 	if !matched {
 		return nil
@@ -208,7 +209,7 @@ func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, ob
 		// Custom resources arrive unstructured: mutate them in place.
 		res, err := mutation.Mutate(candidates, u.Object, target)
 		if err != nil {
-			return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
+			return refuse(a, err)
 		}
 		p.record(a, res)
 		return nil
@@ -226,7 +227,7 @@ func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, ob
 		case errors.Is(err, mutation.ErrTypedUnsupported):
 			klog.V(5).InfoS("LocationMutator mutates through the unstructured form", "kind", gvk, "reason", err)
 		case err != nil:
-			return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
+			return refuse(a, err)
 		default:
 			if !res.Mutated() {
 				return nil
@@ -246,7 +247,7 @@ func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, ob
 	}
 	res, err := mutation.Mutate(candidates, content, target)
 	if err != nil {
-		return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
+		return refuse(a, err)
 	}
 	if !res.Mutated() {
 		return nil
@@ -274,10 +275,17 @@ func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, ob
 	return nil
 }
 
+// refuse turns an error of the mutators into the request's refusal.
+func refuse(a admission.Attributes, err error) error {
+	recordRefusal(err)
+	return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
+}
+
 func (p *Plugin) record(a admission.Attributes, res mutation.Result) {
 	if !res.Mutated() {
 		return
 	}
+	recordMutation(res)
 	value := appliedList(res)
 	if err := a.AddAnnotation(AnnotationKey, value); err != nil {
 		klog.V(4).ErrorS(err, "LocationMutator could not record its audit annotation")

@@ -73,12 +73,21 @@ func ReadConfiguration(r io.Reader) (*v1alpha1.Configuration, error) {
 // in files. All problems are reported together, each naming where the
 // manifest came from, the mutator and the field.
 func LoadMutators(cfg *v1alpha1.Configuration) ([]*mutation.Mutator, error) {
+	ms, err := newIngestion().load(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return ms, nil
+}
+
+// load returns the valid mutators of cfg, also when others are not.
+func (in *ingestion) load(cfg *v1alpha1.Configuration) ([]*mutation.Mutator, error) {
 	var (
 		out  []*mutation.Mutator
 		errs []error
 	)
 	for i, raw := range cfg.Mutators {
-		m, err := mutation.Decode(raw)
+		m, err := in.decode(raw)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("mutators[%d]: %w", i, err))
 			continue
@@ -92,28 +101,29 @@ func LoadMutators(cfg *v1alpha1.Configuration) ([]*mutation.Mutator, error) {
 			continue
 		}
 		for _, f := range files {
-			ms, err := loadFile(f)
+			ms, err := in.loadFile(f)
 			errs = append(errs, err)
 			out = append(out, ms...)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
-// NewSystemFromConfig reads a configuration and builds its mutation system.
+// NewSystemFromConfig reads a configuration and builds its mutation system,
+// and records the outcome in the plugin's metrics.
 func NewSystemFromConfig(r io.Reader) (*mutation.System, error) {
+	registerMetrics()
 	cfg, err := ReadConfiguration(r)
 	if err != nil {
 		return nil, err
 	}
-	ms, err := LoadMutators(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("%s configuration: %w", PluginName, err)
+	in := newIngestion()
+	ms, err := in.load(cfg)
+	var s *mutation.System
+	if err == nil {
+		s, err = mutation.NewSystem(ms)
 	}
-	s, err := mutation.NewSystem(ms)
+	in.report(ms, s)
 	if err != nil {
 		return nil, fmt.Errorf("%s configuration: %w", PluginName, err)
 	}
@@ -137,7 +147,7 @@ func expand(pattern string) ([]string, error) {
 	return files, nil
 }
 
-func loadFile(name string) ([]*mutation.Mutator, error) {
+func (in *ingestion) loadFile(name string) ([]*mutation.Mutator, error) {
 	data, err := os.ReadFile(name)
 	if err != nil {
 		return nil, err
@@ -165,7 +175,7 @@ func loadFile(name string) ([]*mutation.Mutator, error) {
 		}
 		items, isList := listItems(js)
 		for j, item := range items {
-			m, err := mutation.Decode(item)
+			m, err := in.decode(item)
 			if err != nil {
 				where := fmt.Sprintf("%s: document %d", name, doc)
 				if isList {

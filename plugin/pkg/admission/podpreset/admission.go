@@ -36,6 +36,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -101,8 +102,9 @@ type Plugin struct {
 	dynamicClient dynamic.Interface
 	stop          <-chan struct{}
 
-	synced []cache.InformerSynced
-	ready  atomic.Bool
+	synced    []cache.InformerSynced
+	ready     atomic.Bool
+	startOnce sync.Once
 }
 
 var (
@@ -117,6 +119,7 @@ var (
 
 // NewPlugin returns a plugin that acts on pod creation.
 func NewPlugin() *Plugin {
+	registerMetrics()
 	return &Plugin{Handler: admission.NewHandler(admission.Create), index: newPresetIndex()}
 }
 
@@ -156,12 +159,7 @@ func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactor
 
 // SetExternalKubeClientSet takes the client that conflict Events are
 // written with and that looks up a namespace the cache has not seen yet.
-func (p *Plugin) SetExternalKubeClientSet(client kubernetes.Interface) {
-	p.client = client
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	p.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "podpreset-admission"})
-}
+func (p *Plugin) SetExternalKubeClientSet(client kubernetes.Interface) { p.client = client }
 
 // SetDynamicClient takes the loopback dynamic client that every
 // kube-apiserver hands its plugins; without a settings informer factory the
@@ -169,18 +167,17 @@ func (p *Plugin) SetExternalKubeClientSet(client kubernetes.Interface) {
 func (p *Plugin) SetDynamicClient(client dynamic.Interface) { p.dynamicClient = client }
 
 // SetDrainedNotification takes the channel that closes when the server
-// shuts down, which stops the plugin's own preset watches.
+// shuts down, which stops everything the plugin runs in the background.
 func (p *Plugin) SetDrainedNotification(stop <-chan struct{}) { p.stop = stop }
 
-// ValidateInitialization fails when the plugin lacks something it needs.
-// When no settings informer factory was handed over, this is where the
-// plugin starts watching presets through the dynamic client.
+// ValidateInitialization fails when the plugin lacks something it needs,
+// and otherwise starts the plugin.
 func (p *Plugin) ValidateInitialization() error {
-	if !p.watching {
-		if p.dynamicClient == nil || p.stop == nil {
-			return errors.New("PodPreset requires a settings.k8s.io informer factory, or a dynamic client and a drained notification")
-		}
-		p.watchThroughDynamicClient()
+	if !p.watching && p.dynamicClient == nil {
+		return errors.New("PodPreset requires a settings.k8s.io informer factory, or a dynamic client and a drained notification")
+	}
+	if p.stop == nil {
+		return errors.New("PodPreset requires a drained notification to stop its event recorder and watches")
 	}
 	if p.namespaces == nil {
 		return errors.New("PodPreset requires a namespace lister")
@@ -188,7 +185,24 @@ func (p *Plugin) ValidateInitialization() error {
 	if p.client == nil {
 		return errors.New("PodPreset requires a client")
 	}
+	p.startOnce.Do(p.start)
 	return nil
+}
+
+// start is the one place the plugin starts goroutines: the Event
+// broadcaster and, without a settings informer factory, the preset watches
+// through the dynamic client. All of them end when the server drains.
+func (p *Plugin) start() {
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: p.client.CoreV1().Events("")})
+	p.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "podpreset-admission"})
+	if !p.watching {
+		p.watchThroughDynamicClient()
+	}
+	go func() {
+		<-p.stop
+		broadcaster.Shutdown()
+	}()
 }
 
 var podsResource = corev1.Resource("pods")
@@ -215,6 +229,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 	if err := p.checkSynced(ctx, a); err != nil {
 		return err
 	}
+	podsEvaluated.Inc()
 
 	// Presets are looked up in the request's namespace: a pod sent without
 	// metadata.namespace must not pick up another namespace's presets.
@@ -228,8 +243,13 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 		return apierrors.NewBadRequest(fmt.Sprintf("Resource was marked with kind Pod but was unable to be converted: %v", err))
 	}
 	if err := applyPresets(pod, presets); err != nil {
+		conflicts.Inc()
 		p.reportConflict(ctx, a, podMeta, presets, err)
 		return nil
+	}
+	podsInjected.Inc()
+	for _, preset := range presets {
+		presetsApplied.WithLabelValues(preset.kind).Inc()
 	}
 	// The preset names are formatted only when they will be logged.
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
@@ -253,6 +273,7 @@ func (p *Plugin) checkSynced(ctx context.Context, a admission.Attributes) error 
 	}
 	for _, synced := range p.synced {
 		if !synced() {
+			notSyncedRefusals.Inc()
 			klog.FromContext(ctx).V(2).Info("Pod create refused until the PodPreset cache has synced", "namespace", a.GetNamespace())
 			err := apierrors.NewServiceUnavailable("the PodPreset admission plugin has not synced its PodPreset cache yet; retry the create")
 			err.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}

@@ -21,6 +21,8 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
@@ -36,6 +38,12 @@ type presetIndex struct {
 	// ClusterPodPresets. A set is never changed once published: an update
 	// builds a new one, so readers use it without holding the lock.
 	sets map[string]*presetSet
+	// counts is how many presets of each kind the index holds.
+	counts map[string]int
+	// defaults defaults a copy of a PodPreset or ClusterPodPreset the way
+	// the API server defaulted the pod, so that an item the pod already has
+	// is recognised as the same item.
+	defaults func(runtime.Object)
 }
 
 // clusterNamespace keys ClusterPodPresets; no namespace has an empty name.
@@ -63,17 +71,21 @@ type compiledPreset struct {
 	err error
 }
 
+// defaultingScheme holds the settings.k8s.io/v1alpha1 defaulters.
+var defaultingScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(settingsv1alpha1.AddToScheme(s))
+	return s
+}()
+
 func newPresetIndex() *presetIndex {
-	return &presetIndex{sets: map[string]*presetSet{}}
+	return &presetIndex{sets: map[string]*presetSet{}, counts: map[string]int{}, defaults: defaultingScheme.Default}
 }
 
-// compile defaults a copy of spec the way the API server defaulted the pod,
-// so that an item the pod already has is recognised as the same item.
-func compile(kind string, m *metav1.ObjectMeta, spec *settingsv1alpha1.PodPresetSpec, namespaceSelector *metav1.LabelSelector) *compiledPreset {
-	c := &compiledPreset{preset: preset{kind: kind, name: m.Name, resourceVersion: m.ResourceVersion}}
-	spec.DeepCopyInto(&c.spec)
-	settingsv1alpha1.SetObjectDefaults_PodPreset(&settingsv1alpha1.PodPreset{Spec: c.spec})
-	c.selector, c.err = compileSelector(&spec.Selector)
+// compile makes a preset from its defaulted spec, which it keeps.
+func compile(kind string, m *metav1.ObjectMeta, spec settingsv1alpha1.PodPresetSpec, namespaceSelector *metav1.LabelSelector) *compiledPreset {
+	c := &compiledPreset{preset: preset{kind: kind, name: m.Name, resourceVersion: m.ResourceVersion, spec: spec}}
+	c.selector, c.err = compileSelector(&c.spec.Selector)
 	if c.err != nil {
 		c.err = fmt.Errorf("spec.selector: %w", c.err)
 		return c
@@ -88,11 +100,18 @@ func compile(kind string, m *metav1.ObjectMeta, spec *settingsv1alpha1.PodPreset
 
 // upsert adds or replaces a PodPreset or ClusterPodPreset.
 func (x *presetIndex) upsert(obj interface{}) {
+	// The informer's object is shared: default a copy of its spec, as a
+	// whole object so that every defaulter of the kind runs, and keep the
+	// copy's spec.
 	switch pp := obj.(type) {
 	case *settingsv1alpha1.PodPreset:
-		x.update(pp.Namespace, pp.Name, compile(podPresetKind, &pp.ObjectMeta, &pp.Spec, nil))
+		defaulted := &settingsv1alpha1.PodPreset{Spec: *pp.Spec.DeepCopy()}
+		x.defaults(defaulted)
+		x.update(pp.Namespace, pp.Name, compile(podPresetKind, &pp.ObjectMeta, defaulted.Spec, nil))
 	case *settingsv1alpha1.ClusterPodPreset:
-		x.update(clusterNamespace, pp.Name, compile(clusterPodPresetKind, &pp.ObjectMeta, &pp.Spec.PodPresetSpec, &pp.Spec.NamespaceSelector))
+		defaulted := &settingsv1alpha1.ClusterPodPreset{Spec: *pp.Spec.DeepCopy()}
+		x.defaults(defaulted)
+		x.update(clusterNamespace, pp.Name, compile(clusterPodPresetKind, &pp.ObjectMeta, defaulted.Spec.PodPresetSpec, &defaulted.Spec.NamespaceSelector))
 	}
 }
 
@@ -120,11 +139,20 @@ func (x *presetIndex) update(namespace, name string, c *compiledPreset) {
 			byName[n] = p
 		}
 	}
+	kind := podPresetKind
+	if namespace == clusterNamespace {
+		kind = clusterPodPresetKind
+	}
+	if _, had := byName[name]; had {
+		x.counts[kind]--
+	}
 	if c == nil {
 		delete(byName, name)
 	} else {
 		byName[name] = c
+		x.counts[kind]++
 	}
+	presetsIndexed.WithLabelValues(kind).Set(float64(x.counts[kind]))
 	if len(byName) == 0 {
 		delete(x.sets, namespace)
 		return

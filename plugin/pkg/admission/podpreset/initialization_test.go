@@ -42,6 +42,8 @@ func TestValidateInitialization(t *testing.T) {
 	kube := kubefake.NewClientset()
 	kubeInformers := informers.NewSharedInformerFactory(kube, 0)
 	settingsInformers := settingsinformers.NewSharedInformerFactory(settingsfake.NewSimpleClientset(), 0)
+	stop := make(chan struct{})
+	defer close(stop)
 	cases := []struct {
 		name    string
 		setup   func(*Plugin)
@@ -50,16 +52,22 @@ func TestValidateInitialization(t *testing.T) {
 		{name: "nothing", setup: func(*Plugin) {}, wantErr: "PodPreset requires a settings.k8s.io informer factory, or a dynamic client and a drained notification"},
 		{name: "dynamic client without a stop channel", setup: func(p *Plugin) {
 			p.SetDynamicClient(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()))
-		}, wantErr: "requires a settings.k8s.io informer factory"},
+		}, wantErr: "PodPreset requires a drained notification"},
+		{name: "informer factory without a stop channel", setup: func(p *Plugin) {
+			p.SetSettingsInformerFactory(settingsInformers)
+		}, wantErr: "PodPreset requires a drained notification"},
 		{name: "no namespace lister", setup: func(p *Plugin) {
 			p.SetSettingsInformerFactory(settingsInformers)
+			p.SetDrainedNotification(stop)
 		}, wantErr: "PodPreset requires a namespace lister"},
 		{name: "no client", setup: func(p *Plugin) {
 			p.SetSettingsInformerFactory(settingsInformers)
+			p.SetDrainedNotification(stop)
 			p.SetExternalKubeInformerFactory(kubeInformers)
 		}, wantErr: "PodPreset requires a client"},
 		{name: "complete", setup: func(p *Plugin) {
 			initializer.New(settingsInformers).Initialize(p)
+			p.SetDrainedNotification(stop)
 			p.SetExternalKubeInformerFactory(kubeInformers)
 			p.SetExternalKubeClientSet(kube)
 		}},
@@ -97,6 +105,7 @@ func TestThroughInformerFactories(t *testing.T) {
 
 	p := NewPlugin()
 	initializer.New(settingsInformers).Initialize(p)
+	p.SetDrainedNotification(ctx.Done())
 	p.SetExternalKubeInformerFactory(kubeInformers)
 	p.SetExternalKubeClientSet(kube)
 	if err := admission.ValidateInitialization(p); err != nil {

@@ -1,0 +1,237 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package admitkit
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/component-base/metrics/testutil"
+
+	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
+	settingsclient "github.com/admitkit/admitkit/generated/clientset/versioned"
+	"github.com/admitkit/admitkit/test/integration/framework"
+)
+
+// scrapeAdmitkit reads a server's /metrics and returns every admitkit
+// sample as "name{label=value,...}" (labels sorted), histograms as their
+// _count and _sum.
+func scrapeAdmitkit(t *testing.T, client kubernetes.Interface) map[string]float64 {
+	t.Helper()
+	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("reading /metrics: %v", err)
+	}
+	families, err := testutil.TextToMetricFamilies(strings.NewReader(string(raw)))
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	out := map[string]float64{}
+	for name, family := range families {
+		if !strings.HasPrefix(name, "apiserver_admission_podpreset_") && !strings.HasPrefix(name, "apiserver_admission_locationmutator_") {
+			continue
+		}
+		for _, m := range family.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			slices.Sort(labels)
+			suffix := "{" + strings.Join(labels, ",") + "}"
+			switch {
+			case m.GetCounter() != nil:
+				out[name+suffix] = m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				out[name+suffix] = m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				out[name+"_count"+suffix] = float64(m.GetHistogram().GetSampleCount())
+				out[name+"_sum"+suffix] = m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return out
+}
+
+const metricsAdmissionConfig = `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: LocationMutator
+  configuration:
+    apiVersion: locationmutator.admission.admitkit.io/v1alpha1
+    kind: Configuration
+    mutators:
+    - apiVersion: mutations.gatekeeper.sh/v1
+      kind: Assign
+      metadata: {name: always-pull}
+      spec:
+        applyTo: [{groups: [""], kinds: [Pod], versions: [v1]}]
+        match: {namespaces: [metrics]}
+        location: "spec.containers[name:*].imagePullPolicy"
+        parameters: {assign: {value: Always}}
+    - apiVersion: mutations.gatekeeper.sh/v1
+      kind: Assign
+      metadata: {name: always-pull-init}
+      spec:
+        applyTo: [{groups: [""], kinds: [Pod], versions: [v1]}]
+        match: {namespaces: [metrics]}
+        location: "spec.initContainers[name:*].imagePullPolicy"
+        parameters: {assign: {value: Always}}
+`
+
+// TestMetrics reads every admitkit metric from a server's /metrics after
+// requests that move it. It starts a server of its own: the metrics live in
+// one registry per process, which every in-process server shares, and the
+// gauges must show this server's mutators and presets. Counters are read as
+// differences.
+func TestMetrics(t *testing.T) {
+	requirePlugin(t, "PodPreset")
+	requirePlugin(t, "LocationMutator")
+	if testing.Short() {
+		t.Skip("starts another server")
+	}
+	ctx := context.Background()
+	beforeStart := scrapeAdmitkit(t, kubeClient(t))
+	srv, err := framework.Start(framework.Config{
+		AdmissionConfig: metricsAdmissionConfig,
+		Args:            []string{"--enable-admission-plugins=PodPreset,LocationMutator"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Cleanup(); err != nil {
+			t.Error(err)
+		}
+	})
+	client, err := kubernetes.NewForConfig(srv.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings, err := settingsclient.NewForConfig(srv.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Taking in the configuration: two mutators, both enforced.
+	started := scrapeAdmitkit(t, client)
+	const mutators = 2
+	wantStart := map[string]float64{
+		"apiserver_admission_locationmutator_mutators{source=config,state=enforced}": mutators,
+		"apiserver_admission_locationmutator_mutators{source=config,state=error}":    0,
+		"apiserver_admission_locationmutator_mutators{source=config,state=conflict}": 0,
+		"apiserver_admission_locationmutator_mutators{source=api,state=enforced}":    0,
+		"apiserver_admission_locationmutator_mutators{source=api,state=error}":       0,
+		"apiserver_admission_locationmutator_mutators{source=api,state=conflict}":    0,
+	}
+	for _, name := range []string{
+		"apiserver_admission_locationmutator_mutator_ingestions_total{outcome=enforced,source=config}",
+		"apiserver_admission_locationmutator_mutator_ingestion_duration_seconds_count{outcome=enforced,source=config}",
+	} {
+		wantStart[name] = beforeStart[name] + mutators
+	}
+	gotStart := map[string]float64{}
+	for name := range wantStart {
+		gotStart[name] = started[name]
+	}
+	if diff := cmp.Diff(wantStart, gotStart); diff != "" {
+		t.Errorf("after start-up (-want +got):\n%s", diff)
+	}
+
+	// A PodPreset and a ClusterPodPreset for app=web pods.
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "metrics"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// No controller makes the account the ServiceAccount plugin requires.
+	if _, err := client.CoreV1().ServiceAccounts("metrics").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	web := map[string]string{"app": "web"}
+	if _, err := settings.SettingsV1alpha1().PodPresets("metrics").Create(ctx, podPreset("db", web, corev1.EnvVar{Name: "DB_HOST", Value: "db"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := settings.SettingsV1alpha1().ClusterPodPresets().Create(ctx, &settingsv1alpha1.ClusterPodPreset{
+		ObjectMeta: metav1.ObjectMeta{Name: "proxy"},
+		Spec: settingsv1alpha1.ClusterPodPresetSpec{PodPresetSpec: settingsv1alpha1.PodPresetSpec{
+			Selector: metav1.LabelSelector{MatchLabels: web},
+			Env:      []corev1.EnvVar{{Name: "HTTP_PROXY", Value: "http://proxy:3128"}},
+		}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The presets gauge shows both once the plugin's informers have them.
+	wantPresets := map[string]float64{
+		"apiserver_admission_podpreset_presets{kind=PodPreset}":        1,
+		"apiserver_admission_podpreset_presets{kind=ClusterPodPreset}": 1,
+	}
+	var gotPresets map[string]float64
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		all := scrapeAdmitkit(t, client)
+		gotPresets = map[string]float64{}
+		for name := range wantPresets {
+			gotPresets[name] = all[name]
+		}
+		return maps.Equal(wantPresets, gotPresets), nil
+	}); err != nil {
+		t.Errorf("presets gauge %v, want %v", gotPresets, wantPresets)
+	}
+
+	// Three pod creates: one gets both presets, one conflicts with the
+	// PodPreset, one is excluded. The LocationMutator changes all three,
+	// each in two passes (the second changes nothing).
+	before := scrapeAdmitkit(t, client)
+	conflicting := simplePod("conflicting", web, "app")
+	conflicting.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DB_HOST", Value: "elsewhere"}}
+	excluded := simplePod("excluded", web, "app")
+	excluded.Annotations = map[string]string{presetAnnotationPrefix + "exclude": "true"}
+	for _, pod := range []*corev1.Pod{simplePod("web", web, "app"), conflicting, excluded} {
+		if _, err := client.CoreV1().Pods("metrics").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := scrapeAdmitkit(t, client)
+	wantMoved := map[string]float64{
+		"apiserver_admission_podpreset_pods_evaluated_total{}":                       2,
+		"apiserver_admission_podpreset_pods_injected_total{}":                        1,
+		"apiserver_admission_podpreset_presets_applied_total{kind=PodPreset}":        1,
+		"apiserver_admission_podpreset_presets_applied_total{kind=ClusterPodPreset}": 1,
+		"apiserver_admission_podpreset_conflicts_total{}":                            1,
+		"apiserver_admission_podpreset_not_synced_refusals_total{}":                  0,
+		"apiserver_admission_locationmutator_objects_mutated_total{}":                3,
+		"apiserver_admission_locationmutator_convergence_passes_count{}":             3,
+		"apiserver_admission_locationmutator_convergence_passes_sum{}":               6,
+		"apiserver_admission_locationmutator_not_converged_refusals_total{}":         0,
+	}
+	gotMoved := map[string]float64{}
+	for name := range wantMoved {
+		if _, ok := after[name]; !ok {
+			t.Errorf("%s is not on /metrics", name)
+		}
+		gotMoved[name] = after[name] - before[name]
+	}
+	if diff := cmp.Diff(wantMoved, gotMoved); diff != "" {
+		t.Errorf("metric changes after three pod creates (-want +got):\n%s", diff)
+	}
+}

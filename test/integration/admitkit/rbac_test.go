@@ -1,0 +1,148 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package admitkit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+
+	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
+	settingsclient "github.com/admitkit/admitkit/generated/clientset/versioned"
+	"github.com/admitkit/admitkit/registry/settings/bootstrappolicy"
+)
+
+// settingsClientAs is a settings client acting as user, through the
+// admin's right to impersonate.
+func settingsClientAs(t *testing.T, user string) settingsclient.Interface {
+	t.Helper()
+	cfg := rest.CopyConfig(server.AdminConfig())
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	return settingsClientFor(t, cfg)
+}
+
+func bindRole(t *testing.T, ns, user, clusterRole string) {
+	t.Helper()
+	_, err := kubeClient(t).RbacV1().RoleBindings(ns).Create(context.Background(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user + "-" + clusterRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The server reconciled admitkit's ClusterRoles at start-up, and through
+// the aggregated admin and view roles a namespace admin manages PodPresets
+// while a viewer only reads them; neither touches ClusterPodPresets.
+func TestPodPresetRBAC(t *testing.T) {
+	ctx := context.Background()
+	for _, want := range bootstrappolicy.ClusterRoles() {
+		got, err := kubeClient(t).RbacV1().ClusterRoles().Get(ctx, want.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("ClusterRole %s not reconciled at start-up: %v", want.Name, err)
+		}
+		for k, v := range want.Labels {
+			if got.Labels[k] != v {
+				t.Errorf("ClusterRole %s labels %v, want %s=%s", want.Name, got.Labels, k, v)
+			}
+		}
+	}
+
+	ns := "rbac-presets"
+	createNamespace(t, ns, nil)
+	bindRole(t, ns, "preset-admin", "admin")
+	bindRole(t, ns, "preset-viewer", "view")
+	admin := settingsClientAs(t, "preset-admin").SettingsV1alpha1()
+	viewer := settingsClientAs(t, "preset-viewer").SettingsV1alpha1()
+
+	// The aggregation controller adds the rules to admin a moment after the
+	// roles appear.
+	preset := podPreset("by-admin", map[string]string{"app": "web"}, corev1.EnvVar{Name: "FROM", Value: "admin"})
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := admin.PodPresets(ns).Create(ctx, preset, metav1.CreateOptions{})
+		if apierrors.IsForbidden(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("namespace admin cannot create a PodPreset: %v", err)
+	}
+
+	var got *settingsv1alpha1.PodPreset
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		got, err = viewer.PodPresets(ns).Get(ctx, preset.Name, metav1.GetOptions{})
+		if apierrors.IsForbidden(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("viewer cannot read the PodPreset: %v", err)
+	}
+	if _, err := viewer.PodPresets(ns).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("viewer cannot list PodPresets: %v", err)
+	}
+
+	cluster := &settingsv1alpha1.ClusterPodPreset{ObjectMeta: metav1.ObjectMeta{Name: "rbac-not-allowed"}}
+	cases := []struct {
+		name  string
+		write func() error
+	}{
+		{name: "viewer creates a PodPreset", write: func() error {
+			_, err := viewer.PodPresets(ns).Create(ctx, podPreset("by-viewer", nil, corev1.EnvVar{Name: "FROM", Value: "viewer"}), metav1.CreateOptions{})
+			return err
+		}},
+		{name: "viewer updates the PodPreset", write: func() error {
+			changed := got.DeepCopy()
+			changed.Labels = map[string]string{"changed": "true"}
+			_, err := viewer.PodPresets(ns).Update(ctx, changed, metav1.UpdateOptions{})
+			return err
+		}},
+		{name: "viewer deletes the PodPreset", write: func() error {
+			return viewer.PodPresets(ns).Delete(ctx, preset.Name, metav1.DeleteOptions{})
+		}},
+		{name: "admin creates a ClusterPodPreset", write: func() error {
+			_, err := admin.ClusterPodPresets().Create(ctx, cluster, metav1.CreateOptions{})
+			return err
+		}},
+		{name: "viewer creates a ClusterPodPreset", write: func() error {
+			_, err := viewer.ClusterPodPresets().Create(ctx, cluster, metav1.CreateOptions{})
+			return err
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.write(); !apierrors.IsForbidden(err) {
+				t.Errorf("error = %v, want Forbidden", err)
+			}
+		})
+	}
+	if err := admin.PodPresets(ns).Delete(ctx, preset.Name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("namespace admin cannot delete the PodPreset: %v", err)
+	}
+}
