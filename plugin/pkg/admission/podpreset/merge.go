@@ -85,13 +85,16 @@ func mergeList[T any](o owner, original []T, presets []*preset, l list[T]) ([]T,
 	}
 	merged := original
 	// at[k] holds, for each value of key k, the first item of merged that
-	// has it: the one a linear search would find.
-	at := make([]map[itemKey]int, len(l.keys))
-	for k, key := range l.keys {
-		at[k] = make(map[itemKey]int, len(original)+total)
-		for j := range original {
-			if v := key.of(&original[j]); !has(at[k], v) {
-				at[k][v] = j
+	// has it: the one a linear search finds. Small lists are searched:
+	// most pods and presets have a handful of items, for which maps would
+	// cost more than they save.
+	var at []map[itemKey]int
+	if len(original)+total > linearSearchMax {
+		at = make([]map[itemKey]int, len(l.keys))
+		for k, key := range l.keys {
+			at[k] = make(map[itemKey]int, len(original)+total)
+			for j := range original {
+				addIfAbsent(at[k], key.of(&original[j]), j)
 			}
 		}
 	}
@@ -103,7 +106,7 @@ func mergeList[T any](o owner, original []T, presets []*preset, l list[T]) ([]T,
 			item := &items[i]
 			duplicate, conflict := false, false
 			for k, key := range l.keys {
-				j, found := at[k][key.of(item)]
+				j, found := find(merged, at, k, key, key.of(item))
 				if !found {
 					continue
 				}
@@ -131,8 +134,8 @@ func mergeList[T any](o owner, original []T, presets []*preset, l list[T]) ([]T,
 			}
 			// No key of an appended item is in the maps yet (or it would
 			// have been a duplicate or a conflict).
-			for k, key := range l.keys {
-				at[k][key.of(item)] = len(merged)
+			for k, index := range at {
+				index[l.keys[k].of(item)] = len(merged)
 			}
 			merged = append(merged, l.deepCopy(item))
 		}
@@ -140,9 +143,29 @@ func mergeList[T any](o owner, original []T, presets []*preset, l list[T]) ([]T,
 	return merged, errs
 }
 
-func has(m map[itemKey]int, k itemKey) bool {
-	_, ok := m[k]
-	return ok
+// linearSearchMax is the longest merged list searched item by item. It is
+// a variable so that tests can run every merge through the maps.
+var linearSearchMax = 16
+
+// find returns the first item of merged whose key k is v, through at when
+// the merge indexed the list.
+func find[T any](merged []T, at []map[itemKey]int, k int, key listKey[T], v itemKey) (int, bool) {
+	if at != nil {
+		j, ok := at[k][v]
+		return j, ok
+	}
+	for j := range merged {
+		if key.of(&merged[j]) == v {
+			return j, true
+		}
+	}
+	return 0, false
+}
+
+func addIfAbsent(m map[itemKey]int, k itemKey, pos int) {
+	if _, ok := m[k]; !ok {
+		m[k] = pos
+	}
 }
 
 func countItems[T any](presets []*preset, l list[T]) int {
@@ -177,9 +200,7 @@ func (s *origins[T]) first(presets []*preset, before int, l list[T], k int, v it
 		items := l.items(&presets[s.indexed].spec)
 		for i := range items {
 			for k, key := range l.keys {
-				if v := key.of(&items[i]); !has(s.byKey[k], v) {
-					s.byKey[k][v] = s.indexed
-				}
+				addIfAbsent(s.byKey[k], key.of(&items[i]), s.indexed)
 			}
 		}
 	}
