@@ -268,9 +268,23 @@ func newValueSet(values []any) *valueSet {
 	return s
 }
 
+// linearMembersMax is the most values searched one by one, with jsonEqual,
+// rather than through their keys: encoding each element of a short list
+// would cost more than it saves. A variable so that tests can run every
+// set through its keys.
+var linearMembersMax = 8
+
 // memberOf returns the member number of the value e is jsonEqual to, or -1.
 // buf is scratch space, returned for reuse.
 func (s *valueSet) memberOf(e any, buf []byte) (int, []byte) {
+	if len(s.values) <= linearMembersMax {
+		for i, v := range s.values {
+			if jsonEqual(e, v) {
+				return s.member[i], buf
+			}
+		}
+		return -1, buf
+	}
 	buf, ok := appendJSONKey(buf[:0], e)
 	if !ok {
 		return -1, buf
@@ -285,7 +299,12 @@ func (s *valueSet) memberOf(e any, buf []byte) (int, []byte) {
 // in order, each once: what appending each value that no element is
 // jsonEqual to, one after the other, gives.
 func (s *valueSet) mergeInto(list []any) ([]any, bool) {
-	present := make([]bool, s.members)
+	var small [64]bool
+	present := small[:0]
+	if s.members > len(small) {
+		present = make([]bool, 0, s.members)
+	}
+	present = present[:s.members]
 	missing := s.members
 	var buf []byte
 	for _, e := range list {

@@ -169,13 +169,17 @@ func checkKeysAndModifySet(t *testing.T, data []byte) {
 // The indexed ModifySet and the keys it is built on agree with jsonEqual
 // and the linear ModifySet on random values.
 func TestModifySetMatchesReference(t *testing.T) {
-	r := rand.New(rand.NewPCG(15, 2))
-	for i := 0; i < 20000; i++ {
-		data := make([]byte, r.IntN(80))
-		for j := range data {
-			data[j] = byte(r.UintN(256))
+	defer func(limit int) { linearMembersMax = limit }(linearMembersMax)
+	for _, limit := range []int{linearMembersMax, 0} {
+		linearMembersMax = limit
+		r := rand.New(rand.NewPCG(15, 2))
+		for i := 0; i < 10000; i++ {
+			data := make([]byte, r.IntN(80))
+			for j := range data {
+				data[j] = byte(r.UintN(256))
+			}
+			t.Run(fmt.Sprintf("linear-up-to-%d/%d", limit, i), func(t *testing.T) { checkKeysAndModifySet(t, data) })
 		}
-		t.Run(fmt.Sprint(i), func(t *testing.T) { checkKeysAndModifySet(t, data) })
 	}
 }
 
