@@ -884,22 +884,27 @@ func (m *Mutator) modifySetTyped(p *typedPlan, fv reflect.Value, exists bool) bo
 		fv.Set(out)
 		return true
 	}
+	n := fv.Len()
 	present := make([]bool, len(p.strValues))
-	for j := 0; j < fv.Len(); j++ {
-		if k, found := p.strIndex[fv.Index(j).String()]; found {
+	missing := len(p.strValues)
+	for j := 0; j < n && missing > 0; j++ {
+		if k, found := p.strIndex[fv.Index(j).String()]; found && !present[k] {
 			present[k] = true
+			missing--
 		}
 	}
-	changed := false
-	list := fv
+	if missing == 0 {
+		return false
+	}
+	// One new array for all the values added.
+	out := reflect.MakeSlice(fv.Type(), n+missing, n+missing)
+	reflect.Copy(out, fv)
 	for k, v := range p.strValues {
 		if !present[k] {
-			list = reflect.Append(list, reflect.ValueOf(v).Convert(et))
-			changed = true
+			out.Index(n).SetString(v)
+			n++
 		}
 	}
-	if changed {
-		fv.Set(list)
-	}
-	return changed
+	fv.Set(out)
+	return true
 }
