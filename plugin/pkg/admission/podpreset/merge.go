@@ -48,9 +48,15 @@ func (p *preset) annotationKey() string {
 // listKey is one way of identifying an item of a merged list: two items
 // with the same key must be the same item, or the presets conflict.
 type listKey[T any] struct {
-	same     func(a, b *T) bool
+	of       func(*T) itemKey
 	describe func(*T) string
 }
+
+// itemKey is the value of a listKey. Names, paths and the parts of an
+// envFrom source are strings; the widest key (envFrom) has three.
+type itemKey struct{ a, b, c string }
+
+func (k listKey[T]) same(a, b *T) bool { return k.of(a) == k.of(b) }
 
 // list describes one of the lists a preset merges into a pod.
 type list[T any] struct {
@@ -68,17 +74,40 @@ type list[T any] struct {
 // already there, so two presets cannot both add, or disagree on, one item.
 // original is never modified: the result is a new slice once anything is
 // appended, and original itself when nothing is.
+//
+// Items are found by key through maps built once per merge, so a pod and a
+// preset of n items each cost O(n), not O(n²): both are the namespace
+// user's to make large.
 func mergeList[T any](o owner, original []T, presets []*preset, l list[T]) ([]T, []error) {
+	total := countItems(presets, l)
+	if total == 0 {
+		return original, nil
+	}
 	merged := original
+	// at[k] holds, for each value of key k, the first item of merged that
+	// has it: the one a linear search finds. Small lists are searched:
+	// most pods and presets have a handful of items, for which maps would
+	// cost more than they save.
+	var at []map[itemKey]int
+	if len(original)+total > linearSearchMax {
+		at = make([]map[itemKey]int, len(l.keys))
+		for k, key := range l.keys {
+			at[k] = make(map[itemKey]int, len(original)+total)
+			for j := range original {
+				addIfAbsent(at[k], key.of(&original[j]), j)
+			}
+		}
+	}
+	var from origins[T]
 	var errs []error
 	for pi, p := range presets {
 		items := l.items(&p.spec)
 		for i := range items {
 			item := &items[i]
 			duplicate, conflict := false, false
-			for _, key := range l.keys {
-				j := indexOf(merged, item, key)
-				if j < 0 {
+			for k, key := range l.keys {
+				j, found := find(merged, at, k, key, key.of(item))
+				if !found {
 					continue
 				}
 				if apiequality.Semantic.DeepEqual(merged[j], *item) {
@@ -86,7 +115,13 @@ func mergeList[T any](o owner, original []T, presets []*preset, l list[T]) ([]T,
 					continue
 				}
 				conflict = true
-				errs = append(errs, fmt.Errorf("%s: %s conflicts with the one %s", p, key.describe(item), originOf(o, &merged[j], len(original) > j, presets[:pi], l, key)))
+				origin := "in " + o.String()
+				if j >= len(original) {
+					if earlier, ok := from.first(presets, pi, l, k, key.of(&merged[j])); ok {
+						origin = "from " + earlier.String()
+					}
+				}
+				errs = append(errs, fmt.Errorf("%s: %s conflicts with the one %s", p, key.describe(item), origin))
 			}
 			if duplicate || conflict {
 				continue
@@ -94,8 +129,13 @@ func mergeList[T any](o owner, original []T, presets []*preset, l list[T]) ([]T,
 			if len(merged) == len(original) {
 				// The first item appended: make room for every item the
 				// presets could add, so the list is allocated once.
-				merged = make([]T, len(original), len(original)+countItems(presets, l))
+				merged = make([]T, len(original), len(original)+total)
 				copy(merged, original)
+			}
+			// No key of an appended item is in the maps yet (or it would
+			// have been a duplicate or a conflict).
+			for k, index := range at {
+				index[l.keys[k].of(item)] = len(merged)
 			}
 			merged = append(merged, l.deepCopy(item))
 		}
@@ -103,13 +143,29 @@ func mergeList[T any](o owner, original []T, presets []*preset, l list[T]) ([]T,
 	return merged, errs
 }
 
-func indexOf[T any](items []T, item *T, key listKey[T]) int {
-	for i := range items {
-		if key.same(&items[i], item) {
-			return i
+// linearSearchMax is the longest merged list searched item by item. It is
+// a variable so that tests can run every merge through the maps.
+var linearSearchMax = 16
+
+// find returns the first item of merged whose key k is v, through at when
+// the merge indexed the list.
+func find[T any](merged []T, at []map[itemKey]int, k int, key listKey[T], v itemKey) (int, bool) {
+	if at != nil {
+		j, ok := at[k][v]
+		return j, ok
+	}
+	for j := range merged {
+		if key.of(&merged[j]) == v {
+			return j, true
 		}
 	}
-	return -1
+	return 0, false
+}
+
+func addIfAbsent(m map[itemKey]int, k itemKey, pos int) {
+	if _, ok := m[k]; !ok {
+		m[k] = pos
+	}
 }
 
 func countItems[T any](presets []*preset, l list[T]) int {
@@ -120,18 +176,39 @@ func countItems[T any](presets []*preset, l list[T]) int {
 	return n
 }
 
-// originOf names where an item of a merged list came from: the pod, or the
-// first of the earlier presets that carries it. Only conflicts ask, so the
-// merge itself keeps no record.
-func originOf[T any](o owner, existing *T, fromOriginal bool, earlier []*preset, l list[T], key listKey[T]) string {
-	if !fromOriginal {
-		for _, p := range earlier {
-			if indexOf(l.items(&p.spec), existing, key) >= 0 {
-				return "from " + p.String()
+// origins names where an appended item came from in a conflict message:
+// the first earlier preset carrying an item with its key. Only conflicts
+// ask, so the index is built on the first question, and extended preset by
+// preset as the merge moves on.
+type origins[T any] struct {
+	// byKey[k] holds, for each value of key k, the index of the first
+	// preset in presets[:indexed] that carries it.
+	byKey   []map[itemKey]int
+	indexed int
+}
+
+// first returns the first of presets[:before] carrying an item whose key k
+// is v.
+func (s *origins[T]) first(presets []*preset, before int, l list[T], k int, v itemKey) (*preset, bool) {
+	if s.byKey == nil {
+		s.byKey = make([]map[itemKey]int, len(l.keys))
+		for k := range s.byKey {
+			s.byKey[k] = map[itemKey]int{}
+		}
+	}
+	for ; s.indexed < before; s.indexed++ {
+		items := l.items(&presets[s.indexed].spec)
+		for i := range items {
+			for k, key := range l.keys {
+				addIfAbsent(s.byKey[k], key.of(&items[i]), s.indexed)
 			}
 		}
 	}
-	return "in " + o.String()
+	pi, ok := s.byKey[k][v]
+	if !ok {
+		return nil, false
+	}
+	return presets[pi], true
 }
 
 // owner is the pod or container a merged list belongs to, named only when a
@@ -148,7 +225,7 @@ func (o owner) String() string {
 }
 
 var envKey = listKey[corev1.EnvVar]{
-	same:     func(a, b *corev1.EnvVar) bool { return a.Name == b.Name },
+	of:       func(e *corev1.EnvVar) itemKey { return itemKey{a: e.Name} },
 	describe: func(e *corev1.EnvVar) string { return fmt.Sprintf("env %q", e.Name) },
 }
 
@@ -156,8 +233,8 @@ var envKey = listKey[corev1.EnvVar]{
 // that the same source is not added twice and two presets that disagree
 // on whether it is optional conflict.
 var envFromKey = listKey[corev1.EnvFromSource]{
-	same: func(a, b *corev1.EnvFromSource) bool {
-		return a.Prefix == b.Prefix && configMapName(a) == configMapName(b) && secretName(a) == secretName(b)
+	of: func(e *corev1.EnvFromSource) itemKey {
+		return itemKey{a: e.Prefix, b: configMapName(e), c: secretName(e)}
 	},
 	describe: func(e *corev1.EnvFromSource) string {
 		source := "envFrom"
@@ -189,18 +266,18 @@ func secretName(e *corev1.EnvFromSource) string {
 }
 
 var volumeKey = listKey[corev1.Volume]{
-	same:     func(a, b *corev1.Volume) bool { return a.Name == b.Name },
+	of:       func(v *corev1.Volume) itemKey { return itemKey{a: v.Name} },
 	describe: func(v *corev1.Volume) string { return fmt.Sprintf("volume %q", v.Name) },
 }
 
 // A mount is identified both by the volume it mounts and by where.
 var (
 	mountNameKey = listKey[corev1.VolumeMount]{
-		same:     func(a, b *corev1.VolumeMount) bool { return a.Name == b.Name },
+		of:       func(m *corev1.VolumeMount) itemKey { return itemKey{a: m.Name} },
 		describe: func(m *corev1.VolumeMount) string { return fmt.Sprintf("volumeMount %q", m.Name) },
 	}
 	mountPathKey = listKey[corev1.VolumeMount]{
-		same:     func(a, b *corev1.VolumeMount) bool { return a.MountPath == b.MountPath },
+		of:       func(m *corev1.VolumeMount) itemKey { return itemKey{a: m.MountPath} },
 		describe: func(m *corev1.VolumeMount) string { return fmt.Sprintf("volumeMount at %q", m.MountPath) },
 	}
 )

@@ -80,8 +80,9 @@ type Mutator struct {
 	fromMetadata string
 
 	// ModifySet
-	prune  bool
-	values []any
+	prune      bool
+	values     []any
+	valueIndex *valueSet // values, indexed
 
 	// AssignImage
 	domain, imgPath, tag string
@@ -464,6 +465,7 @@ func NewModifySet(s *ModifySet) (*Mutator, field.ErrorList) {
 	for _, v := range s.Spec.Parameters.Values.FromList {
 		m.values = append(m.values, v.Value)
 	}
+	m.valueIndex = newValueSet(m.values)
 	return m.finish(s.Spec.ApplyTo, s.Spec.Parameters.PathTests, s.Spec.Match, errs)
 }
 

@@ -17,7 +17,9 @@ limitations under the License.
 package mutation
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -114,29 +116,61 @@ func checkSchemas(ms []*Mutator) []error {
 	seen := map[pair]bool{}
 	var errs []error
 	for _, s := range order {
-		us := uses[s]
-		for i := range us {
-			for j := i + 1; j < len(us); j++ {
-				a, b := us[i], us[j]
-				if a.t == b.t || a.m == b.m {
-					continue
-				}
-				if b.m.id.less(a.m.id) {
-					a, b = b, a
-				}
-				p := pair{a.m.id, b.m.id}
-				if seen[p] {
-					continue
-				}
-				seen[p] = true
-				errs = append(errs, fmt.Errorf("%s %q and %s %q conflict: for %s %s, %s is used as %s by the first and as %s by the second",
-					a.m.id.Kind, a.m.id.Name, b.m.id.Kind, b.m.id.Name,
-					bindingString(s.b), s.b.Operation, s.loc, a.t, b.t))
+		for _, ij := range differingPairs(uses[s]) {
+			a, b := uses[s][ij[0]], uses[s][ij[1]]
+			if a.m == b.m {
+				continue
 			}
+			if b.m.id.less(a.m.id) {
+				a, b = b, a
+			}
+			p := pair{a.m.id, b.m.id}
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			errs = append(errs, fmt.Errorf("%s %q and %s %q conflict: for %s %s, %s is used as %s by the first and as %s by the second",
+				a.m.id.Kind, a.m.id.Name, b.m.id.Kind, b.m.id.Name,
+				bindingString(s.b), s.b.Operation, s.loc, a.t, b.t))
 		}
 	}
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return errs
+}
+
+// differingPairs returns the index pairs i < j of the uses whose types
+// differ, ordered by i then j. Uses are grouped by type first, so that many
+// mutators agreeing on a slot cost time linear in their number, not in the
+// number of pairs.
+func differingPairs(us []schemaUse) [][2]int {
+	var types []impliedType
+	byType := map[impliedType][]int{}
+	for i, u := range us {
+		if _, ok := byType[u.t]; !ok {
+			types = append(types, u.t)
+		}
+		byType[u.t] = append(byType[u.t], i)
+	}
+	if len(types) < 2 {
+		return nil
+	}
+	var pairs [][2]int
+	for ti := range types {
+		for _, tj := range types[ti+1:] {
+			for _, i := range byType[types[ti]] {
+				for _, j := range byType[tj] {
+					pairs = append(pairs, [2]int{min(i, j), max(i, j)})
+				}
+			}
+		}
+	}
+	slices.SortFunc(pairs, func(x, y [2]int) int {
+		if c := cmp.Compare(x[0], y[0]); c != 0 {
+			return c
+		}
+		return cmp.Compare(x[1], y[1])
+	})
+	return pairs
 }
 
 func bindingString(b Binding) string {

@@ -67,7 +67,10 @@ type typedPlan struct {
 	terminal fieldKey
 	// omitEmpty is the final field's omitempty, which fromMetadata needs.
 	omitEmpty bool
-	strValues []string // ModifySet
+	// strValues are a ModifySet's values, each once, in order, and
+	// strIndex their positions there.
+	strValues []string
+	strIndex  map[string]int
 	// extras are the struct fields a new list element has in J that the
 	// map walker's {key: value} lacks: structs, which J always writes, and
 	// which read as {} (checkExtras).
@@ -478,12 +481,16 @@ func (m *Mutator) planFinal(p *typedPlan, ft reflect.Type, omitEmpty, mapEntry b
 		if mapEntry || ft.Kind() != reflect.Slice || custom(ft) || ft.Elem().Kind() != reflect.String || !plainScalar(ft.Elem()) {
 			return unsupported("ModifySet on a %v", ft)
 		}
+		p.strIndex = make(map[string]int, len(m.values))
 		for _, v := range m.values {
 			s, ok := v.(string)
 			if !ok {
 				return unsupported("ModifySet of %s on a %v", jsonTypeName(v), ft)
 			}
-			p.strValues = append(p.strValues, s)
+			if _, seen := p.strIndex[s]; !seen {
+				p.strIndex[s] = len(p.strValues)
+				p.strValues = append(p.strValues, s)
+			}
 		}
 		p.final = finModifySet
 		return nil
@@ -854,15 +861,8 @@ func (m *Mutator) setTyped(p *typedPlan, fv reflect.Value, exists bool, md Metad
 	return false, nil
 }
 
-func containsString(list reflect.Value, s string) bool {
-	for j := 0; j < list.Len(); j++ {
-		if list.Index(j).String() == s {
-			return true
-		}
-	}
-	return false
-}
-
+// modifySetTyped is the ModifySet case of set on a []string (of some
+// string type), through p.strIndex: linear in the list and the values.
 func (m *Mutator) modifySetTyped(p *typedPlan, fv reflect.Value, exists bool) bool {
 	et := fv.Type().Elem()
 	if !exists {
@@ -871,9 +871,7 @@ func (m *Mutator) modifySetTyped(p *typedPlan, fv reflect.Value, exists bool) bo
 		}
 		out := reflect.MakeSlice(fv.Type(), 0, len(p.strValues))
 		for _, v := range p.strValues {
-			if !containsString(out, v) {
-				out = reflect.Append(out, reflect.ValueOf(v).Convert(et))
-			}
+			out = reflect.Append(out, reflect.ValueOf(v).Convert(et))
 		}
 		fv.Set(out)
 		return true
@@ -884,7 +882,7 @@ func (m *Mutator) modifySetTyped(p *typedPlan, fv reflect.Value, exists bool) bo
 		removed := false
 		for j := 0; j < n; j++ {
 			e := fv.Index(j)
-			if containsStr(p.strValues, e.String()) {
+			if _, found := p.strIndex[e.String()]; found {
 				removed = true
 				continue
 			}
@@ -896,25 +894,27 @@ func (m *Mutator) modifySetTyped(p *typedPlan, fv reflect.Value, exists bool) bo
 		fv.Set(out)
 		return true
 	}
-	changed := false
-	list := fv
-	for _, v := range p.strValues {
-		if !containsString(list, v) {
-			list = reflect.Append(list, reflect.ValueOf(v).Convert(et))
-			changed = true
+	n := fv.Len()
+	present := make([]bool, len(p.strValues))
+	missing := len(p.strValues)
+	for j := 0; j < n && missing > 0; j++ {
+		if k, found := p.strIndex[fv.Index(j).String()]; found && !present[k] {
+			present[k] = true
+			missing--
 		}
 	}
-	if changed {
-		fv.Set(list)
+	if missing == 0 {
+		return false
 	}
-	return changed
-}
-
-func containsStr(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
+	// One new array for all the values added.
+	out := reflect.MakeSlice(fv.Type(), n+missing, n+missing)
+	reflect.Copy(out, fv)
+	for k, v := range p.strValues {
+		if !present[k] {
+			out.Index(n).SetString(v)
+			n++
 		}
 	}
-	return false
+	fv.Set(out)
+	return true
 }

@@ -16,7 +16,12 @@ limitations under the License.
 
 package mutation
 
-import "math"
+import (
+	"encoding/binary"
+	"maps"
+	"math"
+	"slices"
+)
 
 // JSON values here are what unstructured objects hold: map[string]any,
 // []any, string, bool, nil and numbers. Numbers may be any Go integer or
@@ -74,12 +79,24 @@ func numbersEqual(a, b any) (equal, bothNumbers bool) {
 	case aInt && bInt:
 		return ai == bi, true
 	case aInt:
-		return float64(ai) == bf && bf == math.Trunc(bf) && int64(bf) == ai, true
+		bi, ok := floatAsInt(bf)
+		return ok && bi == ai, true
 	case bInt:
-		return float64(bi) == af && af == math.Trunc(af) && int64(af) == bi, true
+		ai, ok := floatAsInt(af)
+		return ok && ai == bi, true
 	default:
 		return af == bf, true
 	}
+}
+
+// floatAsInt returns f as an int64 when it is one exactly. The range is
+// tested before converting: Go leaves the conversion of a float outside
+// int64's range to the platform.
+func floatAsInt(f float64) (int64, bool) {
+	if f != math.Trunc(f) || f < -(1<<63) || f >= 1<<63 {
+		return 0, false
+	}
+	return int64(f), true
 }
 
 // jsonEqual compares two JSON values by content. A nil and an empty list
@@ -162,11 +179,174 @@ func deepCopyJSON(v any) any {
 	}
 }
 
-func containsJSON(list []any, v any) bool {
-	for _, e := range list {
-		if jsonEqual(e, v) {
-			return true
+// appendJSONKey appends to buf an encoding of v that two values share
+// exactly when jsonEqual holds between them, so that sets of values can be
+// kept in maps. ok is false for a value jsonEqual finds equal to nothing,
+// itself included: one holding a NaN, or a Go type that is not JSON.
+//
+// Numbers are encoded by value: as an integer when they are one exactly
+// (int64(80) and 80.0 alike, -0.0 as 0), as the bits of the float64
+// otherwise. A null object or list is encoded as an empty one; a nil
+// interface is null.
+func appendJSONKey(buf []byte, v any) (_ []byte, ok bool) {
+	switch v := v.(type) {
+	case nil:
+		return append(buf, 'n'), true
+	case string:
+		buf = append(buf, 's')
+		buf = binary.AppendUvarint(buf, uint64(len(v)))
+		return append(buf, v...), true
+	case bool:
+		if v {
+			return append(buf, 't'), true
+		}
+		return append(buf, 'f'), true
+	case map[string]any:
+		buf = append(buf, 'o')
+		buf = binary.AppendUvarint(buf, uint64(len(v)))
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			buf = binary.AppendUvarint(buf, uint64(len(k)))
+			buf = append(buf, k...)
+			if buf, ok = appendJSONKey(buf, v[k]); !ok {
+				return buf, false
+			}
+		}
+		return buf, true
+	case []any:
+		buf = append(buf, 'l')
+		buf = binary.AppendUvarint(buf, uint64(len(v)))
+		for _, e := range v {
+			if buf, ok = appendJSONKey(buf, e); !ok {
+				return buf, false
+			}
+		}
+		return buf, true
+	}
+	i, f, isInt, isNumber := numberOf(v)
+	switch {
+	case !isNumber || math.IsNaN(f):
+		return buf, false
+	case !isInt:
+		if i, isInt = floatAsInt(f); !isInt {
+			return binary.BigEndian.AppendUint64(append(buf, 'd'), math.Float64bits(f)), true
 		}
 	}
-	return false
+	return binary.BigEndian.AppendUint64(append(buf, 'i'), uint64(i)), true
+}
+
+// valueSet is a ModifySet's values, indexed once so that merging them into
+// a list, or pruning them from it, costs time linear in the list and the
+// values rather than their product.
+type valueSet struct {
+	values []any
+	// member[i] numbers the distinct values: values[i] is jsonEqual to
+	// values[j] exactly when member[i] == member[j] >= 0; -1 for a value
+	// equal to nothing.
+	member  []int
+	members int
+	// index maps each matchable value's key to its member number.
+	index map[string]int
+}
+
+func newValueSet(values []any) *valueSet {
+	s := &valueSet{values: values, member: make([]int, len(values)), index: make(map[string]int, len(values))}
+	var buf []byte
+	for i, v := range values {
+		var ok bool
+		if buf, ok = appendJSONKey(buf[:0], v); !ok {
+			s.member[i] = -1
+			continue
+		}
+		k, seen := s.index[string(buf)]
+		if !seen {
+			k = s.members
+			s.members++
+			s.index[string(buf)] = k
+		}
+		s.member[i] = k
+	}
+	return s
+}
+
+// linearMembersMax is the most values searched one by one, with jsonEqual,
+// rather than through their keys: encoding each element of a short list
+// would cost more than it saves. A variable so that tests can run every
+// set through its keys.
+var linearMembersMax = 8
+
+// memberOf returns the member number of the value e is jsonEqual to, or -1.
+// buf is scratch space, returned for reuse.
+func (s *valueSet) memberOf(e any, buf []byte) (int, []byte) {
+	if len(s.values) <= linearMembersMax {
+		for i, v := range s.values {
+			if jsonEqual(e, v) {
+				return s.member[i], buf
+			}
+		}
+		return -1, buf
+	}
+	buf, ok := appendJSONKey(buf[:0], e)
+	if !ok {
+		return -1, buf
+	}
+	if k, found := s.index[string(buf)]; found {
+		return k, buf
+	}
+	return -1, buf
+}
+
+// mergeInto appends to list (deep copies of) the values not in it yet,
+// in order, each once: what appending each value that no element is
+// jsonEqual to, one after the other, gives.
+func (s *valueSet) mergeInto(list []any) ([]any, bool) {
+	var small [64]bool
+	present := small[:0]
+	if s.members > len(small) {
+		present = make([]bool, 0, s.members)
+	}
+	present = present[:s.members]
+	missing := s.members
+	var buf []byte
+	for _, e := range list {
+		if missing == 0 {
+			break
+		}
+		var k int
+		if k, buf = s.memberOf(e, buf); k >= 0 && !present[k] {
+			present[k] = true
+			missing--
+		}
+	}
+	changed := false
+	for i, v := range s.values {
+		if k := s.member[i]; k >= 0 {
+			if present[k] {
+				continue
+			}
+			present[k] = true
+		}
+		list = append(list, deepCopyJSON(v))
+		changed = true
+	}
+	return list, changed
+}
+
+// prune returns list without the elements that are one of the values, and
+// whether there were any; list itself is left alone.
+func (s *valueSet) prune(list []any) ([]any, bool) {
+	var out []any
+	var buf []byte
+	for j, e := range list {
+		var k int
+		if k, buf = s.memberOf(e, buf); k >= 0 {
+			if out == nil {
+				out = append(make([]any, 0, len(list)), list[:j]...)
+			}
+			continue
+		}
+		if out != nil {
+			out = append(out, e)
+		}
+	}
+	return out, out != nil
 }

@@ -260,12 +260,7 @@ func (m *Mutator) set(cur any, exists bool, i int, md Metadata) (any, bool, erro
 			if m.prune || len(m.values) == 0 {
 				return cur, false, nil
 			}
-			out := make([]any, 0, len(m.values))
-			for _, v := range m.values {
-				if !containsJSON(out, v) {
-					out = append(out, deepCopyJSON(v))
-				}
-			}
+			out, _ := m.valueIndex.mergeInto(make([]any, 0, len(m.values)))
 			return out, true, nil
 		}
 		list, ok := cur.([]any)
@@ -273,31 +268,14 @@ func (m *Mutator) set(cur any, exists bool, i int, md Metadata) (any, bool, erro
 			return cur, false, fmt.Errorf("%s %q: %s is %s, not a list of values, so it cannot be treated as a set", m.id, m.location.String(), m.location.String(), jsonTypeName(cur))
 		}
 		if m.prune {
-			var out []any
-			for j, e := range list {
-				if containsJSON(m.values, e) {
-					if out == nil {
-						out = append(make([]any, 0, len(list)), list[:j]...)
-					}
-					continue
-				}
-				if out != nil {
-					out = append(out, e)
-				}
-			}
-			if out == nil {
+			out, changed := m.valueIndex.prune(list)
+			if !changed {
 				return cur, false, nil
 			}
 			return out, true, nil
 		}
-		changed := false
-		for _, v := range m.values {
-			if !containsJSON(list, v) {
-				list = append(list, deepCopyJSON(v))
-				changed = true
-			}
-		}
-		return list, changed, nil
+		merged, changed := m.valueIndex.mergeInto(list)
+		return merged, changed, nil
 
 	case KindAssignImage:
 		s := ""

@@ -1,0 +1,223 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package mutation
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The benchmarks below grow one input through 1,000, 4,000 and 16,000
+// items: the cost per item must stay flat.
+var scaleSizes = []int{1000, 4000, 16000}
+
+// benchPerItem runs f in the benchmark loop and reports its cost per item
+// in wall time and in the process's CPU time, which on a shared machine
+// leaves out the time spent waiting for a core.
+func benchPerItem(b *testing.B, n int, f func()) {
+	b.ReportAllocs()
+	before := cpuTime(b)
+	for b.Loop() {
+		f()
+	}
+	per := float64(b.N) * float64(n)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/per, "ns/item")
+	b.ReportMetric(float64((cpuTime(b)-before).Nanoseconds())/per, "cpu-ns/item")
+}
+
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func modifySet(b *testing.B, location, op string, values []any) *Mutator {
+	var vs []Value
+	for _, v := range values {
+		vs = append(vs, Value{Value: v})
+	}
+	m, errs := NewModifySet(&ModifySet{ObjectMeta: metav1.ObjectMeta{Name: "set"}, Spec: ModifySetSpec{ApplyTo: fuzzApplyTo, Location: location,
+		Parameters: ModifySetParameters{Operation: op, Values: Values{FromList: vs}}}})
+	if len(errs) > 0 {
+		b.Fatal(errs)
+	}
+	return m
+}
+
+// A ModifySet of n values on a list of n, half of them already there:
+// merged and pruned on an unstructured object, and merged into a typed
+// container's args.
+func BenchmarkModifySetScale(b *testing.B) {
+	for _, n := range scaleSizes {
+		list := make([]any, n)
+		values := make([]any, n)
+		args := make([]string, n)
+		for i := range list {
+			list[i] = fmt.Sprintf("--flag-%d", i)
+			values[i] = fmt.Sprintf("--flag-%d", i+n/2)
+			args[i] = list[i].(string)
+		}
+		merge := modifySet(b, "spec.args", OperationMerge, values)
+		prune := modifySet(b, "spec.args", OperationPrune, values)
+		// list is full (len == cap): a merge appends to a new array and
+		// leaves it as it is for the next round.
+		b.Run(fmt.Sprintf("merge/items-%d", n), func(b *testing.B) {
+			benchPerItem(b, n, func() {
+				if changed, err := merge.Mutate(map[string]any{"spec": map[string]any{"args": list}}, Metadata{}); err != nil || !changed {
+					b.Fatal(changed, err)
+				}
+			})
+		})
+		b.Run(fmt.Sprintf("prune/items-%d", n), func(b *testing.B) {
+			benchPerItem(b, n, func() {
+				if changed, err := prune.Mutate(map[string]any{"spec": map[string]any{"args": list}}, Metadata{}); err != nil || !changed {
+					b.Fatal(changed, err)
+				}
+			})
+		})
+		typed := modifySet(b, "spec.containers[name: c].args", OperationMerge, values)
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}
+		target := typedTarget(pod, podTarget().GVK)
+		b.Run(fmt.Sprintf("typed-merge/items-%d", n), func(b *testing.B) {
+			benchPerItem(b, n, func() {
+				pod.Spec.Containers[0].Args = args
+				if res, err := MutateTyped([]*Mutator{typed}, pod, target); err != nil || !res.Mutated() {
+					b.Fatal(res, err)
+				}
+			})
+		})
+	}
+}
+
+// containersObject is an unstructured pod spec with n containers, c0 to
+// c<n-1>, each already pulling Always.
+func containersObject(n int) map[string]any {
+	containers := make([]any, n)
+	for i := range containers {
+		containers[i] = map[string]any{"name": fmt.Sprintf("c%d", i), "image": "nginx", "imagePullPolicy": "Always"}
+	}
+	return map[string]any{"spec": map[string]any{"containers": containers}}
+}
+
+// Keyed-list selection and pathTests over a list of n elements: the last
+// element selected by key (with and without a MustExist on it, and one
+// that must not exist, which stops the walk), and every element through
+// a glob.
+func BenchmarkKeyedListScale(b *testing.B) {
+	for _, n := range scaleSizes {
+		o := containersObject(n)
+		last := fmt.Sprintf("spec.containers[name: c%d]", n-1)
+		cases := map[string]*Mutator{
+			"keyed":                 assign(b, "a", last+".imagePullPolicy", "Always"),
+			"keyed-mustexist":       assign(b, "a", last+".imagePullPolicy", "Always", "MustExist "+last),
+			"keyed-mustnotexist":    assign(b, "a", last+".imagePullPolicy", "Always", "MustNotExist "+last),
+			"glob":                  assign(b, "a", "spec.containers[name: *].imagePullPolicy", "Always"),
+			"glob-mustexist-policy": assign(b, "a", "spec.containers[name: *].imagePullPolicy", "Always", "MustExist spec.containers[name: *].imagePullPolicy"),
+		}
+		for _, name := range []string{"keyed", "keyed-mustexist", "keyed-mustnotexist", "glob", "glob-mustexist-policy"} {
+			m := cases[name]
+			b.Run(fmt.Sprintf("%s/items-%d", name, n), func(b *testing.B) {
+				benchPerItem(b, n, func() {
+					if changed, err := m.Mutate(o, Metadata{}); err != nil || changed {
+						b.Fatal(changed, err)
+					}
+				})
+			})
+		}
+	}
+}
+
+// AssignMetadata on an object with n labels and n annotations, adding one
+// label (taken away again after each round) and finding another already
+// set; and the whole system, whose passes read the labels again.
+func BenchmarkAssignMetadataScale(b *testing.B) {
+	for _, n := range scaleSizes {
+		labels := map[string]any{}
+		annotations := map[string]any{}
+		for i := 0; i < n; i++ {
+			labels[fmt.Sprintf("label-%d", i)] = "v"
+			annotations[fmt.Sprintf("annotation-%d", i)] = "v"
+		}
+		o := map[string]any{"metadata": map[string]any{"labels": labels, "annotations": annotations}}
+		add := assignMetadata(b, "metadata.labels.owner", "team")
+		present := assignMetadata(b, "metadata.annotations.annotation-0", "other")
+		sys, err := NewSystem([]*Mutator{add, present})
+		if err != nil {
+			b.Fatal(err)
+		}
+		target := podTarget()
+		b.Run(fmt.Sprintf("add/items-%d", n), func(b *testing.B) {
+			benchPerItem(b, n, func() {
+				if changed, err := add.Mutate(o, Metadata{}); err != nil || !changed {
+					b.Fatal(changed, err)
+				}
+				delete(labels, "owner")
+			})
+		})
+		b.Run(fmt.Sprintf("present/items-%d", n), func(b *testing.B) {
+			benchPerItem(b, n, func() {
+				if changed, err := present.Mutate(o, Metadata{}); err != nil || changed {
+					b.Fatal(changed, err)
+				}
+			})
+		})
+		b.Run(fmt.Sprintf("system/items-%d", n), func(b *testing.B) {
+			benchPerItem(b, n, func() {
+				target.Labels = nil
+				if res, err := Mutate(sys.Candidates(target.GVK, OperationCreate), o, target); err != nil || !res.Mutated() {
+					b.Fatal(res, err)
+				}
+				delete(labels, "owner")
+			})
+		})
+	}
+}
+
+func assignMetadata(b *testing.B, location, value string) *Mutator {
+	m, errs := NewAssignMetadata(&AssignMetadata{ObjectMeta: metav1.ObjectMeta{Name: location}, Spec: AssignMetadataSpec{Location: location,
+		Parameters: MetadataParameters{Assign: AssignField{Value: &Value{Value: value}}}}})
+	if len(errs) > 0 {
+		b.Fatal(errs)
+	}
+	return m
+}
+
+// Loading n mutators that agree on the schema of spec.containers, and one
+// that uses it as an object instead: n conflicts, each reported once.
+func BenchmarkSchemaConflictsScale(b *testing.B) {
+	for _, n := range scaleSizes {
+		ms := make([]*Mutator, 0, n+1)
+		for i := 0; i < n; i++ {
+			ms = append(ms, assign(b, fmt.Sprintf("env-%05d", i), fmt.Sprintf("spec.containers[name: *].env[name: V%d].value", i), "x"))
+		}
+		ms = append(ms, assign(b, "object", "spec.containers.count", "1"))
+		b.Run(fmt.Sprintf("items-%d", n), func(b *testing.B) {
+			benchPerItem(b, n, func() {
+				if _, err := NewSystem(ms); err == nil {
+					b.Fatal("no conflict reported")
+				}
+			})
+		})
+	}
+}
