@@ -104,6 +104,7 @@ func TestSameDecisions(t *testing.T) {
 		nodeUpdate("node stamping a taint", func(n *api.Node) { n.Spec.Taints[0].TimeAdded = &metav1.Time{} }),
 		nodeUpdate("node setting a forbidden label", func(n *api.Node) { n.Labels["node-role.kubernetes.io/control-plane"] = "" }),
 		nodeUpdate("node setting configSource", func(n *api.Node) {
+			//lint:ignore SA1019 upstream still refuses a kubelet setting the removed DynamicKubeletConfig field
 			n.Spec.ConfigSource = &api.NodeConfigSource{ConfigMap: &api.ConfigMapNodeConfigSource{Namespace: "kube-system", Name: "c", KubeletConfigKey: "k"}}
 		}),
 		nodeUpdate("node changing its owner references", func(n *api.Node) {
