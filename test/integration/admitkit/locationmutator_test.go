@@ -18,7 +18,6 @@ package admitkit
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -35,8 +34,6 @@ import (
 
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
-
-const mutationsAnnotation = "locationmutator.admission.admitkit.io/mutations"
 
 func checkAlwaysPull(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
@@ -257,5 +254,3 @@ func TestLocationMutatorBadConfig(t *testing.T) {
 		})
 	}
 }
-
-var _ = fmt.Sprintf
