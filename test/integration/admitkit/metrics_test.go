@@ -116,7 +116,7 @@ func TestMetrics(t *testing.T) {
 	beforeStart := scrapeAdmitkit(t, kubeClient(t))
 	srv, err := framework.Start(framework.Config{
 		AdmissionConfig: metricsAdmissionConfig,
-		Args:            []string{"--enable-admission-plugins=PodPreset,LocationMutator"},
+		Args:            []string{framework.ServeSettings, "--enable-admission-plugins=PodPreset,LocationMutator"},
 	})
 	if err != nil {
 		t.Fatal(err)
