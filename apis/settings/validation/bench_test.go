@@ -18,32 +18,31 @@ package validation
 
 import (
 	"fmt"
-	"syscall"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/admitkit/admitkit/apis/settings"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/scalebench"
 )
 
 // A preset of n env vars, envFrom sources, volumes and mounts, n in 1,000,
 // 4,000 and 16,000, valid, and with every name and path given twice: the
 // cost per item stays flat.
 func BenchmarkValidatePodPresetScale(b *testing.B) {
-	for _, n := range []int{1000, 4000, 16000} {
+	for _, n := range scalebench.Sizes {
 		valid := scalePreset(n, n)
 		duplicated := scalePreset(n, n/2)
 		b.Run(fmt.Sprintf("valid/items-%d", n), func(b *testing.B) {
-			benchPerItem(b, n, func() {
+			scalebench.PerItem(b, n, func() {
 				if errs := ValidatePodPreset(valid); len(errs) > 0 {
 					b.Fatal(errs.ToAggregate())
 				}
 			})
 		})
 		b.Run(fmt.Sprintf("duplicates/items-%d", n), func(b *testing.B) {
-			benchPerItem(b, n, func() {
+			scalebench.PerItem(b, n, func() {
 				if errs := ValidatePodPreset(duplicated); len(errs) != n {
 					b.Fatalf("%d errors, want %d", len(errs), n)
 				}
@@ -63,26 +62,4 @@ func scalePreset(n, distinct int) *settings.PodPreset {
 		pp.Spec.VolumeMounts = append(pp.Spec.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: "/m/" + name})
 	}
 	return pp
-}
-
-// benchPerItem runs f in the benchmark loop and reports its cost per item
-// in wall time and in the process's CPU time, which on a shared machine
-// leaves out the time spent waiting for a core.
-func benchPerItem(b *testing.B, n int, f func()) {
-	b.ReportAllocs()
-	before := cpuTime(b)
-	for b.Loop() {
-		f()
-	}
-	per := float64(b.N) * float64(n)
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/per, "ns/item")
-	b.ReportMetric(float64((cpuTime(b)-before).Nanoseconds())/per, "cpu-ns/item")
-}
-
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

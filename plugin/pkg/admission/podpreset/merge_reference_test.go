@@ -19,15 +19,14 @@ package podpreset
 import (
 	"fmt"
 	"math/rand/v2"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/scalebench"
 )
 
 // referenceMerge is mergeList written the plain way, every lookup a linear
@@ -168,7 +167,7 @@ func FuzzMergeList(f *testing.F) {
 // "conflicts" makes every item of a second preset contradict the first, so
 // that each conflict also names the preset it contradicts.
 func BenchmarkMergeList(b *testing.B) {
-	for _, n := range []int{1000, 4000, 16000} {
+	for _, n := range scalebench.Sizes {
 		var pod, env []corev1.EnvVar
 		var mounts, podMounts []corev1.VolumeMount
 		var envFrom, podEnvFrom []corev1.EnvFromSource
@@ -185,43 +184,30 @@ func BenchmarkMergeList(b *testing.B) {
 		}
 		presets := []*preset{{kind: podPresetKind, name: "p", spec: settingsv1alpha1.PodPresetSpec{Env: env, EnvFrom: envFrom, Volumes: volumes, VolumeMounts: mounts}}}
 		o := owner{kind: "container", name: "c"}
-		benchMerge(b, "env", n, func() { mergeList(o, pod, presets, envList) })
-		benchMerge(b, "envFrom", n, func() { mergeList(o, podEnvFrom, presets, envFromList) })
-		benchMerge(b, "volumes", n, func() { mergeList(o, podVolumes, presets, volumeList) })
-		benchMerge(b, "volumeMounts", n, func() { mergeList(o, podMounts, presets, mountList) })
+		b.Run(fmt.Sprintf("env/items-%d", n), func(b *testing.B) {
+			scalebench.PerItem(b, n, func() { mergeList(o, pod, presets, envList) })
+		})
+		b.Run(fmt.Sprintf("envFrom/items-%d", n), func(b *testing.B) {
+			scalebench.PerItem(b, n, func() { mergeList(o, podEnvFrom, presets, envFromList) })
+		})
+		b.Run(fmt.Sprintf("volumes/items-%d", n), func(b *testing.B) {
+			scalebench.PerItem(b, n, func() { mergeList(o, podVolumes, presets, volumeList) })
+		})
+		b.Run(fmt.Sprintf("volumeMounts/items-%d", n), func(b *testing.B) {
+			scalebench.PerItem(b, n, func() { mergeList(o, podMounts, presets, mountList) })
+		})
 
 		contradict := make([]corev1.EnvVar, n)
 		for i := range contradict {
 			contradict[i] = corev1.EnvVar{Name: env[i].Name, Value: "other"}
 		}
 		twoPresets := append(presets, &preset{kind: podPresetKind, name: "q", spec: settingsv1alpha1.PodPresetSpec{Env: contradict}})
-		benchMerge(b, "conflicts", n, func() {
-			if _, errs := mergeList(o, nil, twoPresets, envList); len(errs) != n {
-				b.Fatalf("%d conflicts, want %d", len(errs), n)
-			}
+		b.Run(fmt.Sprintf("conflicts/items-%d", n), func(b *testing.B) {
+			scalebench.PerItem(b, n, func() {
+				if _, errs := mergeList(o, nil, twoPresets, envList); len(errs) != n {
+					b.Fatalf("%d conflicts, want %d", len(errs), n)
+				}
+			})
 		})
 	}
-}
-
-func benchMerge(b *testing.B, what string, n int, merge func()) {
-	b.Run(fmt.Sprintf("%s/items-%d", what, n), func(b *testing.B) {
-		b.ReportAllocs()
-		before := cpuTime(b)
-		for b.Loop() {
-			merge()
-		}
-		per := float64(b.N) * float64(n)
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/per, "ns/item")
-		b.ReportMetric(float64((cpuTime(b)-before).Nanoseconds())/per, "cpu-ns/item")
-	})
-}
-
-// cpuTime is the process's CPU time: on a shared machine, unlike the wall
-// time, it leaves out the time spent waiting for a core.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

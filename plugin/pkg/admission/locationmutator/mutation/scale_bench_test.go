@@ -18,39 +18,13 @@ package mutation
 
 import (
 	"fmt"
-	"syscall"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/scalebench"
 )
-
-// The benchmarks below grow one input through 1,000, 4,000 and 16,000
-// items: the cost per item must stay flat.
-var scaleSizes = []int{1000, 4000, 16000}
-
-// benchPerItem runs f in the benchmark loop and reports its cost per item
-// in wall time and in the process's CPU time, which on a shared machine
-// leaves out the time spent waiting for a core.
-func benchPerItem(b *testing.B, n int, f func()) {
-	b.ReportAllocs()
-	before := cpuTime(b)
-	for b.Loop() {
-		f()
-	}
-	per := float64(b.N) * float64(n)
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/per, "ns/item")
-	b.ReportMetric(float64((cpuTime(b)-before).Nanoseconds())/per, "cpu-ns/item")
-}
-
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 func modifySet(b *testing.B, location, op string, values []any) *Mutator {
 	var vs []Value
@@ -69,7 +43,7 @@ func modifySet(b *testing.B, location, op string, values []any) *Mutator {
 // merged and pruned on an unstructured object, and merged into a typed
 // container's args.
 func BenchmarkModifySetScale(b *testing.B) {
-	for _, n := range scaleSizes {
+	for _, n := range scalebench.Sizes {
 		list := make([]any, n)
 		values := make([]any, n)
 		args := make([]string, n)
@@ -83,14 +57,14 @@ func BenchmarkModifySetScale(b *testing.B) {
 		// list is full (len == cap): a merge appends to a new array and
 		// leaves it as it is for the next round.
 		b.Run(fmt.Sprintf("merge/items-%d", n), func(b *testing.B) {
-			benchPerItem(b, n, func() {
+			scalebench.PerItem(b, n, func() {
 				if changed, err := merge.Mutate(map[string]any{"spec": map[string]any{"args": list}}, Metadata{}); err != nil || !changed {
 					b.Fatal(changed, err)
 				}
 			})
 		})
 		b.Run(fmt.Sprintf("prune/items-%d", n), func(b *testing.B) {
-			benchPerItem(b, n, func() {
+			scalebench.PerItem(b, n, func() {
 				if changed, err := prune.Mutate(map[string]any{"spec": map[string]any{"args": list}}, Metadata{}); err != nil || !changed {
 					b.Fatal(changed, err)
 				}
@@ -100,7 +74,7 @@ func BenchmarkModifySetScale(b *testing.B) {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}
 		target := typedTarget(pod, podTarget().GVK)
 		b.Run(fmt.Sprintf("typed-merge/items-%d", n), func(b *testing.B) {
-			benchPerItem(b, n, func() {
+			scalebench.PerItem(b, n, func() {
 				pod.Spec.Containers[0].Args = args
 				if res, err := MutateTyped([]*Mutator{typed}, pod, target); err != nil || !res.Mutated() {
 					b.Fatal(res, err)
@@ -125,7 +99,7 @@ func containersObject(n int) map[string]any {
 // that must not exist, which stops the walk), and every element through
 // a glob.
 func BenchmarkKeyedListScale(b *testing.B) {
-	for _, n := range scaleSizes {
+	for _, n := range scalebench.Sizes {
 		o := containersObject(n)
 		last := fmt.Sprintf("spec.containers[name: c%d]", n-1)
 		cases := map[string]*Mutator{
@@ -138,7 +112,7 @@ func BenchmarkKeyedListScale(b *testing.B) {
 		for _, name := range []string{"keyed", "keyed-mustexist", "keyed-mustnotexist", "glob", "glob-mustexist-policy"} {
 			m := cases[name]
 			b.Run(fmt.Sprintf("%s/items-%d", name, n), func(b *testing.B) {
-				benchPerItem(b, n, func() {
+				scalebench.PerItem(b, n, func() {
 					if changed, err := m.Mutate(o, Metadata{}); err != nil || changed {
 						b.Fatal(changed, err)
 					}
@@ -152,7 +126,7 @@ func BenchmarkKeyedListScale(b *testing.B) {
 // label (taken away again after each round) and finding another already
 // set; and the whole system, whose passes read the labels again.
 func BenchmarkAssignMetadataScale(b *testing.B) {
-	for _, n := range scaleSizes {
+	for _, n := range scalebench.Sizes {
 		labels := map[string]any{}
 		annotations := map[string]any{}
 		for i := 0; i < n; i++ {
@@ -168,7 +142,7 @@ func BenchmarkAssignMetadataScale(b *testing.B) {
 		}
 		target := podTarget()
 		b.Run(fmt.Sprintf("add/items-%d", n), func(b *testing.B) {
-			benchPerItem(b, n, func() {
+			scalebench.PerItem(b, n, func() {
 				if changed, err := add.Mutate(o, Metadata{}); err != nil || !changed {
 					b.Fatal(changed, err)
 				}
@@ -176,14 +150,14 @@ func BenchmarkAssignMetadataScale(b *testing.B) {
 			})
 		})
 		b.Run(fmt.Sprintf("present/items-%d", n), func(b *testing.B) {
-			benchPerItem(b, n, func() {
+			scalebench.PerItem(b, n, func() {
 				if changed, err := present.Mutate(o, Metadata{}); err != nil || changed {
 					b.Fatal(changed, err)
 				}
 			})
 		})
 		b.Run(fmt.Sprintf("system/items-%d", n), func(b *testing.B) {
-			benchPerItem(b, n, func() {
+			scalebench.PerItem(b, n, func() {
 				target.Labels = nil
 				if res, err := Mutate(sys.Candidates(target.GVK, OperationCreate), o, target); err != nil || !res.Mutated() {
 					b.Fatal(res, err)
@@ -206,14 +180,14 @@ func assignMetadata(b *testing.B, location, value string) *Mutator {
 // Loading n mutators that agree on the schema of spec.containers, and one
 // that uses it as an object instead: n conflicts, each reported once.
 func BenchmarkSchemaConflictsScale(b *testing.B) {
-	for _, n := range scaleSizes {
+	for _, n := range scalebench.Sizes {
 		ms := make([]*Mutator, 0, n+1)
 		for i := 0; i < n; i++ {
 			ms = append(ms, assign(b, fmt.Sprintf("env-%05d", i), fmt.Sprintf("spec.containers[name: *].env[name: V%d].value", i), "x"))
 		}
 		ms = append(ms, assign(b, "object", "spec.containers.count", "1"))
 		b.Run(fmt.Sprintf("items-%d", n), func(b *testing.B) {
-			benchPerItem(b, n, func() {
+			scalebench.PerItem(b, n, func() {
 				if _, err := NewSystem(ms); err == nil {
 					b.Fatal("no conflict reported")
 				}
