@@ -26,6 +26,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -51,7 +52,8 @@ func scrapeAdmitkit(t *testing.T, client kubernetes.Interface) map[string]float6
 	}
 	out := map[string]float64{}
 	for name, family := range families {
-		if !strings.HasPrefix(name, "apiserver_admission_podpreset_") && !strings.HasPrefix(name, "apiserver_admission_locationmutator_") {
+		if !strings.HasPrefix(name, "apiserver_admission_podpreset_") && !strings.HasPrefix(name, "apiserver_admission_locationmutator_") &&
+			!strings.HasPrefix(name, "apiserver_admission_noderestriction_") {
 			continue
 		}
 		for _, m := range family.GetMetric() {
@@ -109,6 +111,7 @@ plugins:
 func TestMetrics(t *testing.T) {
 	requirePlugin(t, "PodPreset")
 	requirePlugin(t, "LocationMutator")
+	requirePlugin(t, "NodeRestriction")
 	if testing.Short() {
 		t.Skip("starts another server")
 	}
@@ -116,7 +119,8 @@ func TestMetrics(t *testing.T) {
 	beforeStart := scrapeAdmitkit(t, kubeClient(t))
 	srv, err := framework.Start(framework.Config{
 		AdmissionConfig: metricsAdmissionConfig,
-		Args:            []string{framework.ServeSettings, "--enable-admission-plugins=PodPreset,LocationMutator"},
+		Args:            []string{framework.ServeSettings, "--enable-admission-plugins=PodPreset,LocationMutator,NodeRestriction"},
+		Nodes:           []string{"metrics-node"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +204,9 @@ func TestMetrics(t *testing.T) {
 
 	// Three pod creates: one gets both presets, one conflicts with the
 	// PodPreset, one is excluded. The LocationMutator changes all three,
-	// each in two passes (the second changes nothing).
+	// each in two passes (the second changes nothing). NodeRestriction
+	// counts none of them, only the node's: it registers its Node, then
+	// tries to taint it.
 	before := scrapeAdmitkit(t, client)
 	conflicting := simplePod("conflicting", web, "app")
 	conflicting.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DB_HOST", Value: "elsewhere"}}
@@ -211,18 +217,33 @@ func TestMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	nodeClient, err := kubernetes.NewForConfig(srv.NodeConfig("metrics-node"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := nodeClient.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "metrics-node"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("the node registering itself: %v", err)
+	}
+	node.Spec.Taints = []corev1.Taint{{Key: "example.com/evil", Effect: corev1.TaintEffectNoSchedule}}
+	if _, err := nodeClient.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the node tainting itself: %v, want Forbidden", err)
+	}
 	after := scrapeAdmitkit(t, client)
 	wantMoved := map[string]float64{
-		"apiserver_admission_podpreset_pods_evaluated_total{}":                       2,
-		"apiserver_admission_podpreset_pods_injected_total{}":                        1,
-		"apiserver_admission_podpreset_presets_applied_total{kind=PodPreset}":        1,
-		"apiserver_admission_podpreset_presets_applied_total{kind=ClusterPodPreset}": 1,
-		"apiserver_admission_podpreset_conflicts_total{}":                            1,
-		"apiserver_admission_podpreset_not_synced_refusals_total{}":                  0,
-		"apiserver_admission_locationmutator_objects_mutated_total{}":                3,
-		"apiserver_admission_locationmutator_convergence_passes_count{}":             3,
-		"apiserver_admission_locationmutator_convergence_passes_sum{}":               6,
-		"apiserver_admission_locationmutator_not_converged_refusals_total{}":         0,
+		"apiserver_admission_noderestriction_requests_total{resource=nodes}":                            2,
+		"apiserver_admission_noderestriction_requests_total{resource=pods}":                             0,
+		"apiserver_admission_noderestriction_denied_requests_total{reason=taint_change,resource=nodes}": 1,
+		"apiserver_admission_podpreset_pods_evaluated_total{}":                                          2,
+		"apiserver_admission_podpreset_pods_injected_total{}":                                           1,
+		"apiserver_admission_podpreset_presets_applied_total{kind=PodPreset}":                           1,
+		"apiserver_admission_podpreset_presets_applied_total{kind=ClusterPodPreset}":                    1,
+		"apiserver_admission_podpreset_conflicts_total{}":                                               1,
+		"apiserver_admission_podpreset_not_synced_refusals_total{}":                                     0,
+		"apiserver_admission_locationmutator_objects_mutated_total{}":                                   3,
+		"apiserver_admission_locationmutator_convergence_passes_count{}":                                3,
+		"apiserver_admission_locationmutator_convergence_passes_sum{}":                                  6,
+		"apiserver_admission_locationmutator_not_converged_refusals_total{}":                            0,
 	}
 	gotMoved := map[string]float64{}
 	for name := range wantMoved {
@@ -232,6 +253,6 @@ func TestMetrics(t *testing.T) {
 		gotMoved[name] = after[name] - before[name]
 	}
 	if diff := cmp.Diff(wantMoved, gotMoved); diff != "" {
-		t.Errorf("metric changes after three pod creates (-want +got):\n%s", diff)
+		t.Errorf("metric changes after three pod creates and two node writes (-want +got):\n%s", diff)
 	}
 }

@@ -70,6 +70,7 @@ func NewPlugin(nodeIdentifier NodeIdentifier, config *v1alpha1.Configuration) (*
 		klog.InfoS("Warning: NodeRestriction lets every node set a label that workloads are steered by; a compromised node can use it to draw them",
 			"allowedLabel", label)
 	}
+	registerMetrics()
 	return &Plugin{
 		Handler:        admission.NewHandler(admission.Create, admission.Update, admission.Delete),
 		nodeIdentifier: nodeIdentifier,
@@ -181,48 +182,57 @@ var (
 )
 
 // Validate judges a request from a node; requests from anyone else pass
-// untouched, before any object is read. It matches on the request's group
-// and resource, whatever the version.
+// untouched, before any object is read or anything is counted. It matches
+// on the request's group and resource, whatever the version.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
 	nodeName, isNode := p.nodeIdentifier.NodeIdentity(a.GetUserInfo())
 	if !isNode {
 		return nil
 	}
+	f := familyOf(a)
+	d := p.judge(ctx, nodeName, f, a, o)
+	record(f, d)
+	if d != nil {
+		return d.err
+	}
+	return nil
+}
+
+// judge applies the rules of family f to a request from node nodeName.
+func (p *Plugin) judge(ctx context.Context, nodeName string, f family, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	if nodeName == "" {
 		// A node credential that names no node cannot be held to any node.
-		return admission.NewForbidden(a, fmt.Errorf("could not determine node from user %q", a.GetUserInfo().GetName()))
+		return forbid(a, reasonUnknownNode, fmt.Errorf("could not determine node from user %q", a.GetUserInfo().GetName()))
 	}
 
-	switch a.GetResource().GroupResource() {
-	case podResource:
-		switch a.GetSubresource() {
-		case "":
-			return p.validatePod(nodeName, a, o)
-		case "status":
-			return p.validatePodStatus(nodeName, a, o)
-		case "eviction":
-			return p.validatePodEviction(nodeName, a, o)
-		default:
-			return admission.NewForbidden(a, fmt.Errorf("unexpected pod subresource %q, only 'status' and 'eviction' are allowed", a.GetSubresource()))
+	switch f {
+	case familyPods:
+		if a.GetSubresource() != "" {
+			return forbid(a, reasonUnsupportedRequest, fmt.Errorf("unexpected pod subresource %q, only 'status' and 'eviction' are allowed", a.GetSubresource()))
 		}
-	case nodeResource:
+		return p.validatePod(nodeName, a, o)
+	case familyPodStatus:
+		return p.validatePodStatus(nodeName, a, o)
+	case familyPodEviction:
+		return p.validatePodEviction(nodeName, a, o)
+	case familyNodes:
 		return p.validateNode(nodeName, a, o)
-	case pvcResource:
+	case familyPVCs:
 		if a.GetSubresource() != "status" {
-			return admission.NewForbidden(a, fmt.Errorf("may only update PVC status"))
+			return forbid(a, reasonUnsupportedRequest, fmt.Errorf("may only update PVC status"))
 		}
 		return p.validatePVCStatus(nodeName, a, o)
-	case serviceAccountResource:
+	case familyServiceAccounts:
 		return p.validateServiceAccount(ctx, nodeName, a, o)
-	case podCertificateRequestResource:
+	case familyPodCertificateRequests:
 		return p.validatePodCertificateRequest(ctx, nodeName, a, o)
-	case leaseResource:
+	case familyLeases:
 		return p.validateLease(nodeName, a, o)
-	case csiNodeResource:
+	case familyCSINodes:
 		return p.validateCSINode(nodeName, a, o)
-	case resourceSliceResource:
+	case familyResourceSlices:
 		return p.validateResourceSlice(nodeName, a, o)
-	case csrResource:
+	case familyCSRs:
 		if p.gates.insecureKubeletCSRsPermitted {
 			return nil
 		}

@@ -111,6 +111,23 @@ func BenchmarkValidate(b *testing.B) {
 		}}, nil, kindToken, gvrSAs, "ns", "default", "token", admission.Create, cases.UserMyNode))
 	})
 
+	// A refusal builds its error and counts its reason: the cost of a
+	// denied request, next to the allowed ones above.
+	b.Run("denied taint change", func(b *testing.B) {
+		old := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "mynode"}}
+		node := old.DeepCopy()
+		node.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule}}
+		p := newCasePlugin(b, cases.Case{Pods: pods})
+		attrs := cases.Request(node, old, kindNode, gvrNodes, "", "mynode", "", admission.Update, cases.UserMyNode)
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if p.Validate(ctx, attrs, nil) == nil {
+				b.Fatal("the taint change must be refused")
+			}
+		}
+	})
+
 	b.Run("baseline: v1 Pod DeepCopy", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

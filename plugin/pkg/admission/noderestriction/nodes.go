@@ -37,49 +37,49 @@ var nodeGVK = corev1.SchemeGroupVersion.WithKind("Node")
 // it), taints (removing one attracts workloads meant to stay away),
 // configSource (the Node authorizer grants access to what it names) and
 // ownerReferences.
-func (p *Plugin) validateNode(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) error {
+func (p *Plugin) validateNode(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	// On create the apiserver fills the request name from the object.
 	if a.GetName() != nodeName {
-		return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify node %q", nodeName, a.GetName()))
+		return forbid(a, reasonOtherNodeObject, fmt.Errorf("node %q is not allowed to modify node %q", nodeName, a.GetName()))
 	}
 	switch a.GetOperation() {
 	case admission.Create:
 		spec, nodeMeta, err := readNode(a.GetObject(), o)
 		if err != nil {
-			return admission.NewForbidden(a, err)
+			return forbid(a, reasonUnreadableObject, err)
 		}
 		//lint:ignore SA1019 Kubernetes still judges the removed DynamicKubeletConfig field, so must we
 		if spec.ConfigSource != nil {
 			// "pods" is upstream's wording.
-			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to create pods with a non-nil configSource", nodeName))
+			return forbid(a, reasonConfigSource, fmt.Errorf("node %q is not allowed to create pods with a non-nil configSource", nodeName))
 		}
 		if forbidden := p.forbiddenLabels(modifiedLabels(nodeMeta.GetLabels(), nil)); len(forbidden) > 0 {
-			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to set the following labels: %s", nodeName, strings.Join(forbidden, ", ")))
+			return forbid(a, reasonForbiddenLabel, fmt.Errorf("node %q is not allowed to set the following labels: %s", nodeName, strings.Join(forbidden, ", ")))
 		}
 	case admission.Update:
 		spec, nodeMeta, err := readNode(a.GetObject(), o)
 		if err != nil {
-			return admission.NewForbidden(a, err)
+			return forbid(a, reasonUnreadableObject, err)
 		}
 		oldSpec, oldMeta, err := readNode(a.GetOldObject(), o)
 		if err != nil {
-			return admission.NewForbidden(a, err)
+			return forbid(a, reasonUnreadableObject, err)
 		}
 		// Dropping configSource is fine: older kubelets clear fields they
 		// do not know on status updates.
 		//lint:ignore SA1019 Kubernetes still judges the removed DynamicKubeletConfig field, so must we
 		if spec.ConfigSource != nil && !apiequality.Semantic.DeepEqual(spec.ConfigSource, oldSpec.ConfigSource) {
-			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to update configSource to a new non-nil configSource", nodeName))
+			return forbid(a, reasonConfigSource, fmt.Errorf("node %q is not allowed to update configSource to a new non-nil configSource", nodeName))
 		}
 		if !apiequality.Semantic.DeepEqual(p.withoutAllowedTaints(spec.Taints), p.withoutAllowedTaints(oldSpec.Taints)) {
-			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify taints", nodeName))
+			return forbid(a, reasonTaintChange, fmt.Errorf("node %q is not allowed to modify taints", nodeName))
 		}
 		if !apiequality.Semantic.DeepEqual(nodeMeta.GetOwnerReferences(), oldMeta.GetOwnerReferences()) {
-			return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify ownerReferences", nodeName))
+			return forbid(a, reasonOwnerReferenceChange, fmt.Errorf("node %q is not allowed to modify ownerReferences", nodeName))
 		}
 		if forbidden := p.forbiddenLabels(modifiedLabels(nodeMeta.GetLabels(), oldMeta.GetLabels())); len(forbidden) > 0 {
 			// Upstream's message has no node name here.
-			return admission.NewForbidden(a, fmt.Errorf("is not allowed to modify labels: %s", strings.Join(forbidden, ", ")))
+			return forbid(a, reasonForbiddenLabel, fmt.Errorf("is not allowed to modify labels: %s", strings.Join(forbidden, ", ")))
 		}
 	}
 	return nil

@@ -36,24 +36,21 @@ var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
 // validatePod lets a node create mirror pods for its static pods and delete
 // pods bound to it. Everything else about a pod's spec belongs to the
 // scheduler and controllers, so other writes are refused.
-func (p *Plugin) validatePod(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) error {
+func (p *Plugin) validatePod(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	switch a.GetOperation() {
 	case admission.Create:
 		return p.validateMirrorPodCreate(nodeName, a, o)
 	case admission.Delete:
 		pod, err := p.podsGetter.Pods(a.GetNamespace()).Get(a.GetName())
 		if err != nil {
-			if apierrors.IsNotFound(err) {
-				return err
-			}
-			return admission.NewForbidden(a, err)
+			return lookupDenial(a, err)
 		}
 		if pod.Spec.NodeName != nodeName {
-			return admission.NewForbidden(a, fmt.Errorf("node %q can only delete pods with spec.nodeName set to itself", nodeName))
+			return forbid(a, reasonOtherNodeObject, fmt.Errorf("node %q can only delete pods with spec.nodeName set to itself", nodeName))
 		}
 		return nil
 	default:
-		return admission.NewForbidden(a, fmt.Errorf("unexpected operation %q, node %q can only create and delete mirror pods", a.GetOperation(), nodeName))
+		return forbid(a, reasonUnsupportedRequest, fmt.Errorf("unexpected operation %q, node %q can only create and delete mirror pods", a.GetOperation(), nodeName))
 	}
 }
 
@@ -61,54 +58,54 @@ func (p *Plugin) validatePod(nodeName string, a admission.Attributes, o admissio
 // by (and only by) the node's current Node object, so that it is garbage
 // collected with the node, and reference no API object, since a static pod
 // manifest could otherwise be used to reach secrets the node has no pod for.
-func (p *Plugin) validateMirrorPodCreate(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) error {
+func (p *Plugin) validateMirrorPodCreate(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	pod, err := asVersioned[corev1.Pod](a.GetObject(), podGVK, o)
 	if err != nil {
-		return admission.NewForbidden(a, err)
+		return forbid(a, reasonUnreadableObject, err)
 	}
 	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; !mirror {
-		return admission.NewForbidden(a, fmt.Errorf("pod does not have %q annotation, node %q can only create mirror pods", corev1.MirrorPodAnnotationKey, nodeName))
+		return forbid(a, reasonNotMirrorPod, fmt.Errorf("pod does not have %q annotation, node %q can only create mirror pods", corev1.MirrorPodAnnotationKey, nodeName))
 	}
 	if pod.Spec.NodeName != nodeName {
-		return admission.NewForbidden(a, fmt.Errorf("node %q can only create pods with spec.nodeName set to itself", nodeName))
+		return forbid(a, reasonOtherNodeObject, fmt.Errorf("node %q can only create pods with spec.nodeName set to itself", nodeName))
 	}
 	switch len(pod.OwnerReferences) {
 	case 0:
-		return admission.NewForbidden(a, fmt.Errorf("node %q can only create pods with an owner reference set to itself", nodeName))
+		return forbid(a, reasonUnownedMirrorPod, fmt.Errorf("node %q can only create pods with an owner reference set to itself", nodeName))
 	case 1:
 	default:
-		return admission.NewForbidden(a, fmt.Errorf("node %q can only create pods with a single owner reference set to itself", nodeName))
+		return forbid(a, reasonUnownedMirrorPod, fmt.Errorf("node %q can only create pods with a single owner reference set to itself", nodeName))
 	}
 	owner := &pod.OwnerReferences[0]
 	if owner.APIVersion != corev1.SchemeGroupVersion.String() || owner.Kind != "Node" || owner.Name != nodeName {
-		return admission.NewForbidden(a, fmt.Errorf("node %q can only create pods with an owner reference set to itself", nodeName))
+		return forbid(a, reasonUnownedMirrorPod, fmt.Errorf("node %q can only create pods with an owner reference set to itself", nodeName))
 	}
 	if owner.Controller == nil || !*owner.Controller {
-		return admission.NewForbidden(a, fmt.Errorf("node %q can only create pods with a controller owner reference set to itself", nodeName))
+		return forbid(a, reasonUnownedMirrorPod, fmt.Errorf("node %q can only create pods with a controller owner reference set to itself", nodeName))
 	}
 	if owner.BlockOwnerDeletion != nil && *owner.BlockOwnerDeletion {
-		return admission.NewForbidden(a, fmt.Errorf("node %q must not set blockOwnerDeletion on an owner reference", nodeName))
+		return forbid(a, reasonUnownedMirrorPod, fmt.Errorf("node %q must not set blockOwnerDeletion on an owner reference", nodeName))
 	}
 	// The UID pins the owner to this incarnation of the Node: a reference to
 	// a deleted and re-registered node would orphan the pod.
 	node, err := p.nodesGetter.Get(nodeName)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return err
+			return refuse(reasonObjectNotFound, err)
 		}
-		return admission.NewForbidden(a, fmt.Errorf("error looking up node %s to verify uid: %v", nodeName, err))
+		return forbid(a, reasonLookupFailed, fmt.Errorf("error looking up node %s to verify uid: %v", nodeName, err))
 	}
 	if owner.UID != node.UID {
 		// Upstream prints the owner reference's UID as "expected".
-		return admission.NewForbidden(a, fmt.Errorf("node %s UID mismatch: expected %s got %s", nodeName, owner.UID, node.UID))
+		return forbid(a, reasonUnownedMirrorPod, fmt.Errorf("node %s UID mismatch: expected %s got %s", nodeName, owner.UID, node.UID))
 	}
 
 	referenced, what, err := podReferencesAPIObjects(pod)
 	if err != nil {
-		return admission.NewForbidden(a, fmt.Errorf("error checking mirror pod for API references: %w", err))
+		return forbid(a, reasonAPIReferenceInMirrorPod, fmt.Errorf("error checking mirror pod for API references: %w", err))
 	}
 	if referenced {
-		return admission.NewForbidden(a, fmt.Errorf("node %q can not create pods that reference %s", nodeName, what))
+		return forbid(a, reasonAPIReferenceInMirrorPod, fmt.Errorf("node %q can not create pods that reference %s", nodeName, what))
 	}
 	return nil
 }
@@ -116,34 +113,34 @@ func (p *Plugin) validateMirrorPodCreate(nodeName string, a admission.Attributes
 // validatePodStatus lets a node update the status of pods bound to it, but
 // not, through status, the labels (which select services and policies) or
 // the resource claim records the scheduler and DRA controller own.
-func (p *Plugin) validatePodStatus(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) error {
+func (p *Plugin) validatePodStatus(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	if a.GetOperation() != admission.Update {
-		return admission.NewForbidden(a, fmt.Errorf("unexpected operation %q", a.GetOperation()))
+		return forbid(a, reasonUnsupportedRequest, fmt.Errorf("unexpected operation %q", a.GetOperation()))
 	}
 	oldPod, err := asVersioned[corev1.Pod](a.GetOldObject(), podGVK, o)
 	if err != nil {
-		return admission.NewForbidden(a, err)
+		return forbid(a, reasonUnreadableObject, err)
 	}
 	// The old object is what is stored, so the binding is not the node's claim.
 	if oldPod.Spec.NodeName != nodeName {
-		return admission.NewForbidden(a, fmt.Errorf("node %q can only update pod status for pods with spec.nodeName set to itself", nodeName))
+		return forbid(a, reasonOtherNodeObject, fmt.Errorf("node %q can only update pod status for pods with spec.nodeName set to itself", nodeName))
 	}
 	// Of the new pod only the metadata and status are read.
 	newStatus, newMeta, err := readPart(a.GetObject(), podGVK, o, "Status", func(p *corev1.Pod) *corev1.PodStatus { return &p.Status })
 	if err != nil {
-		return admission.NewForbidden(a, err)
+		return forbid(a, reasonUnreadableObject, err)
 	}
 	if !labels.Equals(oldPod.Labels, newMeta.GetLabels()) {
-		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update labels through pod status", nodeName))
+		return forbid(a, reasonForbiddenLabel, fmt.Errorf("node %q cannot update labels through pod status", nodeName))
 	}
 	if !claimStatusesEqual(oldPod.Status.ResourceClaimStatuses, newStatus.ResourceClaimStatuses) {
-		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update resource claim statues", nodeName))
+		return forbid(a, reasonForbiddenField, fmt.Errorf("node %q cannot update resource claim statues", nodeName))
 	}
 	if !extendedClaimStatusEqual(oldPod.Status.ExtendedResourceClaimStatus, newStatus.ExtendedResourceClaimStatus) {
-		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update extended resource claim status", nodeName))
+		return forbid(a, reasonForbiddenField, fmt.Errorf("node %q cannot update extended resource claim status", nodeName))
 	}
 	if !nodeAllocatableClaimStatusesEqual(oldPod.Status.NodeAllocatableResourceClaimStatuses, newStatus.NodeAllocatableResourceClaimStatuses) {
-		return admission.NewForbidden(a, fmt.Errorf("node %q cannot update node allocatable resource claim statuses", nodeName))
+		return forbid(a, reasonForbiddenField, fmt.Errorf("node %q cannot update node allocatable resource claim statuses", nodeName))
 	}
 	return nil
 }
@@ -190,31 +187,28 @@ func stringPtrEqual(a, b *string) bool {
 // validatePodEviction lets a node evict pods bound to it, as the kubelet
 // does under node pressure. The pod is looked up, not taken from the
 // request, so that the binding is the stored one.
-func (p *Plugin) validatePodEviction(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) error {
+func (p *Plugin) validatePodEviction(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	if a.GetOperation() != admission.Create {
-		return admission.NewForbidden(a, fmt.Errorf("unexpected operation %s", a.GetOperation()))
+		return forbid(a, reasonUnsupportedRequest, fmt.Errorf("unexpected operation %s", a.GetOperation()))
 	}
 	evictionName, err := evictionObjectName(a.GetObject(), o)
 	if err != nil {
-		return admission.NewForbidden(a, err)
+		return forbid(a, reasonUnreadableObject, err)
 	}
 	// The URL names the pod; the body's name is the fallback.
 	podName := a.GetName()
 	if podName == "" {
 		if evictionName == "" {
-			return admission.NewForbidden(a, fmt.Errorf("could not determine pod from request data"))
+			return forbid(a, reasonUnreadableObject, fmt.Errorf("could not determine pod from request data"))
 		}
 		podName = evictionName
 	}
 	pod, err := p.podsGetter.Pods(a.GetNamespace()).Get(podName)
 	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return err
-		}
-		return admission.NewForbidden(a, err)
+		return lookupDenial(a, err)
 	}
 	if pod.Spec.NodeName != nodeName {
-		return admission.NewForbidden(a, fmt.Errorf("node %s can only evict pods with spec.nodeName set to itself", nodeName))
+		return forbid(a, reasonOtherNodeObject, fmt.Errorf("node %s can only evict pods with spec.nodeName set to itself", nodeName))
 	}
 	return nil
 }

@@ -32,23 +32,23 @@ var resourceSliceGVK = resourcev1.SchemeGroupVersion.WithKind("ResourceSlice")
 // ResourceSlices of its own node. Updates are left to the Node authorizer,
 // which sees the stored object; it cannot see the body of a create, nor
 // each object of a DeleteCollection, which reaches admission one by one.
-func (p *Plugin) validateResourceSlice(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) error {
+func (p *Plugin) validateResourceSlice(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	switch a.GetOperation() {
 	case admission.Create:
 		sliceNode, err := resourceSliceNodeName(a.GetObject(), o)
 		if err != nil {
-			return admission.NewForbidden(a, err)
+			return forbid(a, reasonUnreadableObject, err)
 		}
 		if sliceNode != nodeName {
-			return admission.NewForbidden(a, errors.New("can only create ResourceSlice with the same NodeName as the requesting node"))
+			return forbid(a, reasonOtherNodeObject, errors.New("can only create ResourceSlice with the same NodeName as the requesting node"))
 		}
 	case admission.Delete:
 		sliceNode, err := resourceSliceNodeName(a.GetOldObject(), o)
 		if err != nil {
-			return admission.NewForbidden(a, err)
+			return forbid(a, reasonUnreadableObject, err)
 		}
 		if sliceNode != nodeName {
-			return admission.NewForbidden(a, errors.New("can only delete ResourceSlice with the same NodeName as the requesting node"))
+			return forbid(a, reasonOtherNodeObject, errors.New("can only delete ResourceSlice with the same NodeName as the requesting node"))
 		}
 	}
 	return nil

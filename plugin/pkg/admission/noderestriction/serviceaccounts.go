@@ -23,7 +23,6 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -41,37 +40,34 @@ var tokenRequestGVK = authenticationv1.SchemeGroupVersion.WithKind("TokenRequest
 // only for audiences those pods use. A token bound to a pod dies with the
 // pod; the apiserver adds the node binding from the pod's, so a node cannot
 // bind a token to itself directly (kubernetes#121723).
-func (p *Plugin) validateServiceAccount(ctx context.Context, nodeName string, a admission.Attributes, o admission.ObjectInterfaces) error {
+func (p *Plugin) validateServiceAccount(ctx context.Context, nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	if a.GetOperation() != admission.Create || a.GetSubresource() != "token" {
 		return nil
 	}
 	tr, err := asVersioned[authenticationv1.TokenRequest](a.GetObject(), tokenRequestGVK, o)
 	if err != nil {
-		return admission.NewForbidden(a, err)
+		return forbid(a, reasonUnreadableObject, err)
 	}
 	ref := tr.Spec.BoundObjectRef
 	if ref == nil || ref.APIVersion != "v1" || ref.Kind != "Pod" || ref.Name == "" {
-		return admission.NewForbidden(a, fmt.Errorf("node requested token not bound to a pod"))
+		return forbid(a, reasonUnboundToken, fmt.Errorf("node requested token not bound to a pod"))
 	}
 	if ref.UID == "" {
-		return admission.NewForbidden(a, fmt.Errorf("node requested token with a pod binding without a uid"))
+		return forbid(a, reasonUnboundToken, fmt.Errorf("node requested token with a pod binding without a uid"))
 	}
 	pod, err := p.podsGetter.Pods(a.GetNamespace()).Get(ref.Name)
 	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return err
-		}
-		return admission.NewForbidden(a, err)
+		return lookupDenial(a, err)
 	}
 	if ref.UID != pod.UID {
-		return admission.NewForbidden(a, fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
+		return forbid(a, reasonUIDMismatch, fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
 	}
 	if pod.Spec.NodeName != nodeName {
-		return admission.NewForbidden(a, fmt.Errorf("node requested token bound to a pod scheduled on a different node"))
+		return forbid(a, reasonOtherNodeObject, fmt.Errorf("node requested token bound to a pod scheduled on a different node"))
 	}
 	if p.gates.audienceRestriction {
 		if err := p.validateTokenAudience(ctx, tr.Spec.Audiences, pod, a); err != nil {
-			return admission.NewForbidden(a, err)
+			return forbid(a, reasonTokenAudience, err)
 		}
 	}
 	return nil

@@ -39,22 +39,22 @@ var (
 // status (capacity and conditions, and with expansion recovery the
 // allocated resources), nothing else: the rest of the claim, labels and
 // finalizers included, is the user's and the controllers'.
-func (p *Plugin) validatePVCStatus(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) error {
+func (p *Plugin) validatePVCStatus(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	if a.GetOperation() != admission.Update {
-		return admission.NewForbidden(a, fmt.Errorf("unexpected operation %q", a.GetOperation()))
+		return forbid(a, reasonUnsupportedRequest, fmt.Errorf("unexpected operation %q", a.GetOperation()))
 	}
 	oldPVC, err := asVersioned[corev1.PersistentVolumeClaim](a.GetOldObject(), pvcGVK, o)
 	if err != nil {
-		return admission.NewForbidden(a, err)
+		return forbid(a, reasonUnreadableObject, err)
 	}
 	newPVC, err := asVersioned[corev1.PersistentVolumeClaim](a.GetObject(), pvcGVK, o)
 	if err != nil {
-		return admission.NewForbidden(a, err)
+		return forbid(a, reasonUnreadableObject, err)
 	}
 	oldPVC = p.pvcWithoutNodeFields(oldPVC)
 	newPVC = p.pvcWithoutNodeFields(newPVC)
 	if !apiequality.Semantic.DeepEqual(oldPVC, newPVC) {
-		return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to update fields other than status.quantity and status.conditions: %v", nodeName, pvcDiff(oldPVC, newPVC, a.GetObject(), o)))
+		return forbid(a, reasonForbiddenField, fmt.Errorf("node %q is not allowed to update fields other than status.quantity and status.conditions: %v", nodeName, pvcDiff(oldPVC, newPVC, a.GetObject(), o)))
 	}
 	return nil
 }
@@ -93,38 +93,38 @@ func (p *Plugin) pvcWithoutNodeFields(pvc *corev1.PersistentVolumeClaim) *corev1
 // validateCSINode lets a node write only its own CSINode, and with
 // CSIVolumeHealth report storage health through csinodes/status without
 // changing the driver list that the spec holds.
-func (p *Plugin) validateCSINode(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) error {
+func (p *Plugin) validateCSINode(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	name := a.GetName()
 	if a.GetOperation() == admission.Create {
 		// The request name is not reliable on create; the object's is.
 		n, err := objectName(a.GetObject())
 		if err != nil {
-			return admission.NewForbidden(a, fmt.Errorf("unable to access the object name"))
+			return forbid(a, reasonUnreadableObject, fmt.Errorf("unable to access the object name"))
 		}
 		name = n
 	}
 	if name != nodeName {
-		return admission.NewForbidden(a, fmt.Errorf("can only access CSINode with the same name as the requesting node"))
+		return forbid(a, reasonOtherNodeObject, fmt.Errorf("can only access CSINode with the same name as the requesting node"))
 	}
 	if a.GetSubresource() != "status" {
 		return nil
 	}
 	if !p.gates.csiVolumeHealth {
-		return admission.NewForbidden(a, fmt.Errorf("CSIVolumeHealth feature gate is disabled"))
+		return forbid(a, reasonFeatureDisabled, fmt.Errorf("CSIVolumeHealth feature gate is disabled"))
 	}
 	if a.GetOperation() != admission.Update {
-		return admission.NewForbidden(a, fmt.Errorf("unexpected operation %q", a.GetOperation()))
+		return forbid(a, reasonUnsupportedRequest, fmt.Errorf("unexpected operation %q", a.GetOperation()))
 	}
 	oldSpec, err := csiNodeSpec(a.GetOldObject(), o)
 	if err != nil {
-		return admission.NewForbidden(a, err)
+		return forbid(a, reasonUnreadableObject, err)
 	}
 	newSpec, err := csiNodeSpec(a.GetObject(), o)
 	if err != nil {
-		return admission.NewForbidden(a, err)
+		return forbid(a, reasonUnreadableObject, err)
 	}
 	if !apiequality.Semantic.DeepEqual(oldSpec, newSpec) {
-		return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify CSINode spec via status", nodeName))
+		return forbid(a, reasonForbiddenField, fmt.Errorf("node %q is not allowed to modify CSINode spec via status", nodeName))
 	}
 	return nil
 }

@@ -1,0 +1,244 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package noderestriction
+
+import (
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// The metric names are apiserver_admission_noderestriction_<name>. Labels
+// take only the values below: never a node's, pod's or namespace's name.
+const (
+	metricsNamespace = "apiserver_admission"
+	metricsSubsystem = "noderestriction"
+)
+
+// family is the kind of request a rule judges: a resource, or a pod
+// subresource that has rules of its own.
+type family uint8
+
+const (
+	// familyOther is a resource no rule covers: only a node whose name
+	// cannot be determined is refused there.
+	familyOther family = iota
+	familyNodes
+	familyPods
+	familyPodStatus
+	familyPodEviction
+	familyPVCs
+	familyServiceAccounts
+	familyLeases
+	familyCSINodes
+	familyResourceSlices
+	familyCSRs
+	familyPodCertificateRequests
+	numFamilies
+)
+
+// familyLabels are the values of the resource label, indexed by family.
+var familyLabels = [numFamilies]string{
+	familyOther:                  "other",
+	familyNodes:                  "nodes",
+	familyPods:                   "pods",
+	familyPodStatus:              "pods/status",
+	familyPodEviction:            "pods/eviction",
+	familyPVCs:                   "persistentvolumeclaims",
+	familyServiceAccounts:        "serviceaccounts",
+	familyLeases:                 "leases",
+	familyCSINodes:               "csinodes",
+	familyResourceSlices:         "resourceslices",
+	familyCSRs:                   "certificatesigningrequests",
+	familyPodCertificateRequests: "podcertificaterequests",
+}
+
+// familyOf returns the family of a request by its group, resource and, for
+// pods, subresource, whatever the version. A pod subresource that has no
+// rule is a pod request: the pod rules refuse it.
+func familyOf(a admission.Attributes) family {
+	switch a.GetResource().GroupResource() {
+	case podResource:
+		switch a.GetSubresource() {
+		case "status":
+			return familyPodStatus
+		case "eviction":
+			return familyPodEviction
+		}
+		return familyPods
+	case nodeResource:
+		return familyNodes
+	case pvcResource:
+		return familyPVCs
+	case serviceAccountResource:
+		return familyServiceAccounts
+	case leaseResource:
+		return familyLeases
+	case csiNodeResource:
+		return familyCSINodes
+	case resourceSliceResource:
+		return familyResourceSlices
+	case csrResource:
+		return familyCSRs
+	case podCertificateRequestResource:
+		return familyPodCertificateRequests
+	}
+	return familyOther
+}
+
+// denyReason says which rule refused a request; it is the reason label.
+type denyReason string
+
+const (
+	// reasonUnknownNode: a node credential that names no node.
+	reasonUnknownNode denyReason = "unknown_node"
+	// reasonUnsupportedRequest: an operation or subresource a node may
+	// never use on the resource.
+	reasonUnsupportedRequest denyReason = "unsupported_request"
+	// reasonUnreadableObject: the object is not of the kind the rule
+	// reads, cannot be parsed, or lacks the name the rule needs.
+	reasonUnreadableObject denyReason = "unreadable_object"
+	// reasonOtherNodeObject: the object is another node's (bound, named or
+	// certified for it), or no node's.
+	reasonOtherNodeObject denyReason = "other_node_object"
+	// reasonNotMirrorPod: a pod create without the mirror pod annotation.
+	reasonNotMirrorPod denyReason = "not_mirror_pod"
+	// reasonUnownedMirrorPod: a mirror pod without a single controller
+	// owner reference to the node's current Node object.
+	reasonUnownedMirrorPod denyReason = "unowned_mirror_pod"
+	// reasonAPIReferenceInMirrorPod: a mirror pod that names API objects,
+	// or a volume type whose references are not known.
+	reasonAPIReferenceInMirrorPod denyReason = "api_reference_in_mirror_pod"
+	// reasonForbiddenLabel: a Node label outside the kubelet's own and the
+	// configured ones, or any pod label changed through pod status.
+	reasonForbiddenLabel denyReason = "forbidden_label"
+	// reasonTaintChange: Node taints changed.
+	reasonTaintChange denyReason = "taint_change"
+	// reasonConfigSource: a Node's spec.configSource set or changed.
+	reasonConfigSource denyReason = "config_source"
+	// reasonOwnerReferenceChange: a Node's ownerReferences changed.
+	reasonOwnerReferenceChange denyReason = "owner_reference_change"
+	// reasonForbiddenField: a field a node may not write through a status
+	// subresource (pod resource claim statuses, PVC fields other than the
+	// expansion status, a CSINode's spec).
+	reasonForbiddenField denyReason = "forbidden_field"
+	// reasonFeatureDisabled: a request its feature gate leaves refused.
+	reasonFeatureDisabled denyReason = "feature_disabled"
+	// reasonUnboundToken: a service account token not bound to a pod by
+	// name and UID.
+	reasonUnboundToken denyReason = "unbound_token"
+	// reasonTokenAudience: a token audience no pod on the node uses and
+	// the authorizer does not grant.
+	reasonTokenAudience denyReason = "token_audience"
+	// reasonCertificateSigner: a pod certificate signer the pod does not
+	// mount and the authorizer does not grant.
+	reasonCertificateSigner denyReason = "certificate_signer"
+	// reasonMirrorPodCertificate: a pod certificate for a mirror pod.
+	reasonMirrorPodCertificate denyReason = "mirror_pod_certificate"
+	// reasonServiceAccountMismatch: a pod certificate for a service account
+	// the pod does not run as.
+	reasonServiceAccountMismatch denyReason = "service_account_mismatch"
+	// reasonObjectNotFound: an object the request names (a pod, the node,
+	// a service account) is not in the informer's cache.
+	reasonObjectNotFound denyReason = "object_not_found"
+	// reasonUIDMismatch: the request names an object by a UID that is not
+	// the cached one's: deleted and recreated, or a lagging informer.
+	reasonUIDMismatch denyReason = "uid_mismatch"
+	// reasonLookupFailed: the informer's cache could not answer.
+	reasonLookupFailed denyReason = "lookup_failed"
+)
+
+// denial is a rule's refusal: the error the client gets, unchanged, and
+// the reason the metrics record. Rules return it instead of a bare error,
+// so that no refusal goes without a reason.
+type denial struct {
+	reason denyReason
+	err    error
+}
+
+// forbid refuses with a Forbidden error about err.
+func forbid(a admission.Attributes, reason denyReason, err error) *denial {
+	return &denial{reason: reason, err: admission.NewForbidden(a, err)}
+}
+
+// refuse refuses with err as it is: not-found errors and informer lag,
+// which clients retry, are not Forbidden.
+func refuse(reason denyReason, err error) *denial {
+	return &denial{reason: reason, err: err}
+}
+
+var (
+	requests = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      metricsNamespace,
+		Subsystem:      metricsSubsystem,
+		Name:           "requests_total",
+		Help:           "Number of requests from nodes judged by NodeRestriction, by resource.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+	deniedRequests = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      metricsNamespace,
+		Subsystem:      metricsSubsystem,
+		Name:           "denied_requests_total",
+		Help:           "Number of requests from nodes refused by NodeRestriction, by resource and reason.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource", "reason"})
+
+	// judged holds the requests counter of each family, looked up once at
+	// registration, so that counting a request costs one atomic add and no
+	// label lookup. Its series start at zero.
+	judged [numFamilies]metrics.CounterMetric
+
+	registerOnce sync.Once
+)
+
+// registerMetrics adds the metrics to the registry kube-apiserver serves on
+// /metrics; the first caller registers them.
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(requests, deniedRequests)
+		for f := range numFamilies {
+			judged[f] = requests.WithLabelValues(familyLabels[f])
+		}
+	})
+}
+
+// record counts a request of family f that a rule judged, and its denial
+// when d is not nil. Requests no rule covers are not counted.
+func record(f family, d *denial) {
+	if f == familyOther && d == nil {
+		return
+	}
+	if c := judged[f]; c != nil {
+		c.Inc()
+	}
+	if d != nil {
+		deniedRequests.WithLabelValues(familyLabels[f], string(d.reason)).Inc()
+	}
+}
+
+// lookupDenial refuses a request whose object lookup in an informer's cache
+// failed: not found is passed on as it is, since clients retry it; any
+// other failure is Forbidden.
+func lookupDenial(a admission.Attributes, err error) *denial {
+	if apierrors.IsNotFound(err) {
+		return refuse(reasonObjectNotFound, err)
+	}
+	return forbid(a, reasonLookupFailed, err)
+}
