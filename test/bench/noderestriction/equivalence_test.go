@@ -27,6 +27,8 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	authenticationapi "k8s.io/kubernetes/pkg/apis/authentication"
 	api "k8s.io/kubernetes/pkg/apis/core"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
 )
 
 // TestSameDecisions holds the benchmark to comparing like with like: on
@@ -48,20 +50,20 @@ func TestSameDecisions(t *testing.T) {
 		return internal[api.Pod](t, m)
 	}
 	mirrorCreate := func(name string, change func(*corev1.Pod)) shape {
-		return shape{name, request(mirror(change), nil, podKind, podsResource, "ns", "static-web-mynode", "", admission.Create, myNode)}
+		return shape{name, cases.Request(mirror(change), nil, podKind, podsResource, "ns", "static-web-mynode", "", admission.Create, myNode)}
 	}
 	nodeUpdate := func(name string, change func(*api.Node)) shape {
 		n := oldNode.DeepCopy()
 		change(n)
-		return shape{name, request(n, oldNode, nodeKind, nodesResource, "", "mynode", "", admission.Update, myNode)}
+		return shape{name, cases.Request(n, oldNode, nodeKind, nodesResource, "", "mynode", "", admission.Update, myNode)}
 	}
 	statusUpdate := func(name string, old *api.Pod, change func(*api.Pod)) shape {
 		n := old.DeepCopy()
 		change(n)
-		return shape{name, request(n, old, podKind, podsResource, "ns", old.Name, "status", admission.Update, myNode)}
+		return shape{name, cases.Request(n, old, podKind, podsResource, "ns", old.Name, "status", admission.Update, myNode)}
 	}
 	token := func(name string, podName, uid string, audiences ...string) shape {
-		return shape{name, request(tokenRequest(podName, uid, audiences...), nil, tokenKind, saResource, "ns", "default", "token", admission.Create, myNode)}
+		return shape{name, cases.Request(tokenRequest(podName, uid, audiences...), nil, tokenKind, saResource, "ns", "default", "token", admission.Create, myNode)}
 	}
 	claim := "claim-1"
 	quantity := resource.MustParse("1")
@@ -127,7 +129,7 @@ func TestSameDecisions(t *testing.T) {
 		token("token for an audience the pod does not use", "mypod", "pod-uid", "elsewhere"),
 		token("token for two audiences", "mypod", "pod-uid", "vault", "api"),
 		token("token for a missing pod", "nopod", "no-uid"),
-		shape{"token not bound to a pod", request(func() *authenticationapi.TokenRequest {
+		shape{"token not bound to a pod", cases.Request(func() *authenticationapi.TokenRequest {
 			tr := tokenRequest("mypod", "pod-uid")
 			tr.Spec.BoundObjectRef = nil
 			return tr

@@ -48,6 +48,7 @@ import (
 	upstream "k8s.io/kubernetes/plugin/pkg/admission/noderestriction"
 
 	admitkit "github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
 )
 
 var (
@@ -228,21 +229,6 @@ func tokenRequest(podName, podUID string, audiences ...string) *authenticationap
 	}
 }
 
-// request builds the attributes kube-apiserver would build for a request
-// with internal objects; options match the operation.
-func request(obj, old runtime.Object, kind schema.GroupVersionKind, resource schema.GroupVersionResource, namespace, name, subresource string, op admission.Operation, u user.Info) admission.Attributes {
-	var opts runtime.Object
-	switch op {
-	case admission.Create:
-		opts = &metav1.CreateOptions{}
-	case admission.Update:
-		opts = &metav1.UpdateOptions{}
-	case admission.Delete:
-		opts = &metav1.DeleteOptions{}
-	}
-	return admission.NewAttributesRecord(obj, old, kind, namespace, name, resource, subresource, op, opts, false, u)
-}
-
 // shape is one request benchmarked and compared.
 type shape struct {
 	name  string
@@ -266,11 +252,11 @@ func hotShapes(t testing.TB) []shape {
 	statusNode.Status.Conditions[3].LastHeartbeatTime = metav1.Now()
 
 	return []shape{
-		{"non-node-request", request(updated, pod, podKind, podsResource, "ns", "mypod", "", admission.Update, bob)},
-		{"node-label-update", request(node, oldNode, nodeKind, nodesResource, "", "mynode", "", admission.Update, myNode)},
-		{"node-status-update", request(statusNode, oldNode, nodeKind, nodesResource, "", "mynode", "status", admission.Update, myNode)},
-		{"pod-status-update", request(updated, pod, podKind, podsResource, "ns", "mypod", "status", admission.Update, myNode)},
-		{"mirror-pod-create", request(internal[api.Pod](t, mirrorPod()), nil, podKind, podsResource, "ns", "static-web-mynode", "", admission.Create, myNode)},
-		{"token-request", request(tokenRequest("mypod", "pod-uid", "vault"), nil, tokenKind, saResource, "ns", "default", "token", admission.Create, myNode)},
+		{"non-node-request", cases.Request(updated, pod, podKind, podsResource, "ns", "mypod", "", admission.Update, bob)},
+		{"node-label-update", cases.Request(node, oldNode, nodeKind, nodesResource, "", "mynode", "", admission.Update, myNode)},
+		{"node-status-update", cases.Request(statusNode, oldNode, nodeKind, nodesResource, "", "mynode", "status", admission.Update, myNode)},
+		{"pod-status-update", cases.Request(updated, pod, podKind, podsResource, "ns", "mypod", "status", admission.Update, myNode)},
+		{"mirror-pod-create", cases.Request(internal[api.Pod](t, mirrorPod()), nil, podKind, podsResource, "ns", "static-web-mynode", "", admission.Create, myNode)},
+		{"token-request", cases.Request(tokenRequest("mypod", "pod-uid", "vault"), nil, tokenKind, saResource, "ns", "default", "token", admission.Create, myNode)},
 	}
 }
