@@ -157,20 +157,24 @@ func (in *ingestion) report(decoded []*mutation.Mutator, system *mutation.System
 }
 
 // conflicting returns the mutators that cannot run together with another
-// one: duplicates and schema conflicts are both between two mutators. It
-// is quadratic, and runs only for a configuration about to be refused.
+// one: the ones NewSystem's conflict errors name. It runs only for a
+// configuration about to be refused.
 func conflicting(ms []*mutation.Mutator) []*mutation.Mutator {
-	in := make([]bool, len(ms))
-	for i := range ms {
-		for j := i + 1; j < len(ms); j++ {
-			if _, err := mutation.NewSystem([]*mutation.Mutator{ms[i], ms[j]}); err != nil {
-				in[i], in[j] = true, true
-			}
+	_, err := mutation.NewSystem(ms)
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return nil
+	}
+	named := map[mutation.ID]bool{}
+	for _, e := range joined.Unwrap() {
+		var c *mutation.ConflictError
+		if errors.As(e, &c) {
+			named[c.Mutators[0]], named[c.Mutators[1]] = true, true
 		}
 	}
 	var out []*mutation.Mutator
-	for i, m := range ms {
-		if in[i] {
+	for _, m := range ms {
+		if named[m.ID()] {
 			out = append(out, m)
 		}
 	}

@@ -129,9 +129,12 @@ func checkSchemas(ms []*Mutator) []error {
 				continue
 			}
 			seen[p] = true
-			errs = append(errs, fmt.Errorf("%s %q and %s %q conflict: for %s %s, %s is used as %s by the first and as %s by the second",
-				a.m.id.Kind, a.m.id.Name, b.m.id.Kind, b.m.id.Name,
-				bindingString(s.b), s.b.Operation, s.loc, a.t, b.t))
+			errs = append(errs, &ConflictError{
+				Mutators: [2]ID{a.m.id, b.m.id},
+				msg: fmt.Sprintf("%s %q and %s %q conflict: for %s %s, %s is used as %s by the first and as %s by the second",
+					a.m.id.Kind, a.m.id.Name, b.m.id.Kind, b.m.id.Name,
+					bindingString(s.b), s.b.Operation, s.loc, a.t, b.t),
+			})
 		}
 	}
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })

@@ -49,14 +49,17 @@ type System struct {
 
 // NewSystem orders the mutators (by kind, then name) and indexes them by
 // binding. Duplicate mutators and schema conflicts are errors that name
-// every mutator involved.
+// every mutator involved; each is a *ConflictError.
 func NewSystem(ms []*Mutator) (*System, error) {
 	sorted := slices.Clone(ms)
 	slices.SortStableFunc(sorted, runOrder)
 	var errs []error
 	for i := 1; i < len(sorted); i++ {
 		if sorted[i].id == sorted[i-1].id {
-			errs = append(errs, fmt.Errorf("%s %q: metadata.name: Duplicate value: %q", sorted[i].id.Kind, sorted[i].id.Name, sorted[i].id.Name))
+			errs = append(errs, &ConflictError{
+				Mutators: [2]ID{sorted[i-1].id, sorted[i].id},
+				msg:      fmt.Sprintf("%s %q: metadata.name: Duplicate value: %q", sorted[i].id.Kind, sorted[i].id.Name, sorted[i].id.Name),
+			})
 		}
 	}
 	errs = append(errs, checkSchemas(sorted)...)
@@ -83,6 +86,15 @@ func NewSystem(ms []*Mutator) (*System, error) {
 	}
 	return s, nil
 }
+
+// ConflictError is one of NewSystem's errors: two mutators that cannot run
+// together, because they share a name or disagree on a schema.
+type ConflictError struct {
+	Mutators [2]ID
+	msg      string
+}
+
+func (e *ConflictError) Error() string { return e.msg }
 
 // runOrder is Gatekeeper's order: by kind, then by name (its IDs sort by
 // group, kind, namespace and name, and all mutators share the group and
