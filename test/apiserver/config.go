@@ -88,7 +88,8 @@ func newConfig(opts options.CompletedOptions) (*app.Config, settingsinformers.Sh
 	}
 	settingsFactory := settingsinformers.NewSharedInformerFactory(client, settingsResync)
 
-	kubeAPIs, serviceResolver, initializers, err := newKubeAPIsConfig(opts, genericConfig, versionedInformers, storageFactory, settingsinitializer.New(settingsFactory))
+	kubeAPIs, serviceResolver, initializers, err := newKubeAPIsConfig(opts, genericConfig, versionedInformers, storageFactory,
+		settingsinitializer.New(settingsFactory), settingsinitializer.NewServerIdentity(genericConfig.APIServerID))
 	if err != nil {
 		return nil, nil, err
 	}
