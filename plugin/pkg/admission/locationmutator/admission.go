@@ -31,6 +31,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -41,10 +43,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninitializer "k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/admitkit/admitkit/plugin/initializer"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/versioned"
@@ -61,30 +66,54 @@ const AnnotationKey = "locationmutator.admission.admitkit.io/mutations"
 // and fails (stopping kube-apiserver) on any invalid or conflicting mutator.
 func Register(plugins *admission.Plugins) {
 	plugins.Register(PluginName, func(config io.Reader) (admission.Interface, error) {
-		s, err := NewSystemFromConfig(config)
+		cfg, err := ReadConfiguration(config)
 		if err != nil {
 			return nil, err
 		}
-		return NewPlugin(s), nil
+		s, err := newSystem(cfg)
+		if err != nil {
+			return nil, err
+		}
+		p := NewPlugin(s)
+		p.watchMutators = cfg.WatchMutators
+		return p, nil
 	})
 }
 
 // Plugin is the LocationMutator admission plugin.
 type Plugin struct {
 	*admission.Handler
-	system          *mutation.System
+	// static are the mutators of the configuration.
+	static *mutation.System
+	// current is what requests run: static alone, or with the live
+	// mutators once they are known. Nil until then.
+	current         atomic.Pointer[mutation.System]
 	namespaceLister corev1listers.NamespaceLister
 	// namespaceLabels is bound once so that requests do not allocate a
 	// method value.
 	namespaceLabels match.NamespaceLabelsFunc
 	// unstructuredOnly turns the typed path off (tests and benchmarks).
 	unstructuredOnly bool
+
+	// The live source (watchMutators) and what it needs.
+	watchMutators bool
+	live          *liveSource
+	dynamicClient dynamic.Interface
+	kubeClient    kubernetes.Interface
+	identity      string
+	stop          <-chan struct{}
+	startOnce     sync.Once
 }
 
 var (
 	_ admission.MutationInterface                                  = &Plugin{}
+	_ admission.ValidationInterface                                = &Plugin{}
 	_ admission.InitializationValidator                            = &Plugin{}
 	_ genericadmissioninitializer.WantsExternalKubeInformerFactory = &Plugin{}
+	_ genericadmissioninitializer.WantsExternalKubeClientSet       = &Plugin{}
+	_ genericadmissioninitializer.WantsDynamicClient               = &Plugin{}
+	_ genericadmissioninitializer.WantsDrainedNotification         = &Plugin{}
+	_ initializer.WantsServerIdentity                              = &Plugin{}
 )
 
 // NewPlugin returns a plugin running system. A nil system runs nothing.
@@ -95,19 +124,27 @@ func NewPlugin(system *mutation.System) *Plugin {
 	}
 	p := &Plugin{
 		Handler: admission.NewHandler(admission.Create, admission.Update),
-		system:  system,
+		static:  system,
 	}
+	p.current.Store(system)
 	p.namespaceLabels = p.lookupNamespaceLabels
 	return p
 }
 
-// System returns the mutators the plugin runs.
-func (p *Plugin) System() *mutation.System { return p.system }
+// System returns the mutators requests run now, or nil while the live
+// mutators are not known yet.
+func (p *Plugin) System() *mutation.System { return p.current.Load() }
+
+// needsNamespaces reports whether a namespaceSelector may have to be
+// evaluated: some static mutator has one, or a live one may.
+func (p *Plugin) needsNamespaces() bool {
+	return p.watchMutators || p.static.NeedsNamespaceLabels()
+}
 
 // SetExternalKubeInformerFactory takes the Namespace lister that
 // namespaceSelectors need. Without such selectors nothing is watched.
 func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactory) {
-	if !p.system.NeedsNamespaceLabels() {
+	if !p.needsNamespaces() {
 		return
 	}
 	nsInformer := f.Core().V1().Namespaces()
@@ -119,13 +156,55 @@ func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactor
 // tests) without a shared informer factory.
 func (p *Plugin) SetNamespaceLister(l corev1listers.NamespaceLister) { p.namespaceLister = l }
 
+// SetExternalKubeClientSet takes the client the live source records its
+// Events with.
+func (p *Plugin) SetExternalKubeClientSet(c kubernetes.Interface) { p.kubeClient = c }
+
+// SetDynamicClient takes the loopback client the live source watches
+// mutators and writes their status with.
+func (p *Plugin) SetDynamicClient(c dynamic.Interface) { p.dynamicClient = c }
+
+// SetDrainedNotification takes the channel that closes when the server
+// shuts down, which stops the live source.
+func (p *Plugin) SetDrainedNotification(stop <-chan struct{}) { p.stop = stop }
+
+// SetServerIdentity takes the identity this server writes its status
+// entries under.
+func (p *Plugin) SetServerIdentity(id string) { p.identity = id }
+
 // ValidateInitialization fails when a namespaceSelector has no lister to
-// read namespaces from.
+// read namespaces from, or the live source lacks what it needs; otherwise
+// it starts the live source.
 func (p *Plugin) ValidateInitialization() error {
-	if p.system.NeedsNamespaceLabels() && p.namespaceLister == nil {
+	if p.needsNamespaces() && p.namespaceLister == nil {
 		return fmt.Errorf("%s: a mutator uses match.namespaceSelector but no Namespace lister was provided", PluginName)
 	}
+	if !p.watchMutators {
+		return nil
+	}
+	switch {
+	case p.dynamicClient == nil:
+		return fmt.Errorf("%s: watchMutators needs a dynamic client", PluginName)
+	case p.kubeClient == nil:
+		return fmt.Errorf("%s: watchMutators needs a client to record Events with", PluginName)
+	case p.stop == nil:
+		return fmt.Errorf("%s: watchMutators needs a drained notification to stop its watches", PluginName)
+	}
+	p.startOnce.Do(p.startLive)
 	return nil
+}
+
+// startLive starts watching mutators. Until the first list of every kind
+// is in, requests that a mutator could change are refused with an error
+// clients retry.
+func (p *Plugin) startLive() {
+	if p.identity == "" {
+		p.identity = hostnameIdentity()
+	}
+	p.current.Store(nil)
+	events := newEventRecorder(p.kubeClient, p.stop)
+	p.live = newLiveSource(p.static, p.dynamicClient, p.identity, events, func(s *mutation.System) { p.current.Store(s) })
+	p.live.run(p.stop)
 }
 
 func (p *Plugin) lookupNamespaceLabels(name string) (labels.Labels, error) {
@@ -151,8 +230,18 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 		// writes carry a different object.
 		return nil
 	}
+	if a.GetResource().Group == mutation.Group {
+		// Break glass: writes of the mutators themselves are never
+		// changed, refused or delayed here, so a mutator that breaks
+		// other writes can always be deleted or fixed.
+		return nil
+	}
+	system := p.current.Load()
+	if system == nil {
+		return notSynced(a)
+	}
 	gvk := a.GetKind()
-	candidates := p.system.Candidates(gvk, string(a.GetOperation()))
+	candidates := system.Candidates(gvk, string(a.GetOperation()))
 	if len(candidates) == 0 {
 		return nil
 	}
@@ -164,7 +253,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 	if err != nil {
 		return nil // no ObjectMeta, nothing a mutator can match
 	}
-	if p.system.NeedsNamespaceLabels() && !p.WaitForReady() {
+	if system.NeedsNamespaceLabels() && !p.WaitForReady() {
 		return admission.NewForbidden(a, fmt.Errorf("%s: not yet ready to handle request", PluginName))
 	}
 	target := p.target(a, accessor)
@@ -273,6 +362,16 @@ func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, ob
 	}
 	p.record(a, res)
 	return nil
+}
+
+// notSynced refuses, with an error clients retry, a write that arrives
+// before the live mutators are known: admitting it could leave out a
+// mutator the user has applied.
+func notSynced(a admission.Attributes) error {
+	notSyncedRefusals.Inc()
+	err := apierrors.NewServiceUnavailable(fmt.Sprintf("the %s admission plugin has not read the mutators from the API yet; retry the %s", PluginName, strings.ToLower(string(a.GetOperation()))))
+	err.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+	return err
 }
 
 // refuse turns an error of the mutators into the request's refusal.

@@ -112,11 +112,17 @@ func (in *ingestion) load(cfg *v1alpha1.Configuration) ([]*mutation.Mutator, err
 // NewSystemFromConfig reads a configuration and builds its mutation system,
 // and records the outcome in the plugin's metrics.
 func NewSystemFromConfig(r io.Reader) (*mutation.System, error) {
-	registerMetrics()
 	cfg, err := ReadConfiguration(r)
 	if err != nil {
 		return nil, err
 	}
+	return newSystem(cfg)
+}
+
+// newSystem builds the system of a configuration's mutators and records
+// the outcome in the plugin's metrics.
+func newSystem(cfg *v1alpha1.Configuration) (*mutation.System, error) {
+	registerMetrics()
 	in := newIngestion()
 	ms, err := in.load(cfg)
 	var s *mutation.System

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
@@ -34,8 +35,7 @@ const (
 	metricsSubsystem = "locationmutator"
 
 	// sourceConfig is the AdmissionConfiguration; sourceAPI, mutators
-	// watched as custom resources, is not served yet but keeps its label
-	// value so that dashboards need no change when it is.
+	// watched as custom resources (watchMutators).
 	sourceConfig = "config"
 	sourceAPI    = "api"
 
@@ -49,7 +49,7 @@ var (
 		Namespace:      metricsNamespace,
 		Subsystem:      metricsSubsystem,
 		Name:           "mutators",
-		Help:           "Number of mutators by source (config or api) and state (enforced, error: invalid, conflict: refused with another mutator).",
+		Help:           "Number of mutators by source (config or api) and state (enforced, error: invalid, conflict: cannot run with another mutator).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"source", "state"})
 	ingestions = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -89,6 +89,13 @@ var (
 		Help:           "Number of requests refused because their object still changed on the last pass allowed.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	notSyncedRefusals = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      metricsNamespace,
+		Subsystem:      metricsSubsystem,
+		Name:           "not_synced_refusals_total",
+		Help:           "Number of writes refused with a retriable error because the mutators from the API were not read yet.",
+		StabilityLevel: metrics.ALPHA,
+	})
 
 	registerOnce sync.Once
 )
@@ -97,8 +104,8 @@ var (
 // /metrics; the first caller registers them.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(mutatorsGauge, ingestions, ingestionDuration, convergencePasses, objectsMutated, notConvergedRefusals)
-		// The API source is exported empty until it exists.
+		legacyregistry.MustRegister(mutatorsGauge, ingestions, ingestionDuration, convergencePasses, objectsMutated, notConvergedRefusals, notSyncedRefusals)
+		// The API source is exported at zero until it has mutators.
 		for _, state := range []string{stateEnforced, stateError, stateConflict} {
 			mutatorsGauge.WithLabelValues(sourceAPI, state).Set(0)
 		}
@@ -179,6 +186,31 @@ func conflicting(ms []*mutation.Mutator) []*mutation.Mutator {
 		}
 	}
 	return out
+}
+
+// reportLive records a rebuild of the live mutators: the state of each, and
+// the ingestion of those decoded for this rebuild (took > 0).
+func reportLive(live []*liveMutator, outcomes map[types.UID]outcome) {
+	states := map[string]float64{stateEnforced: 0, stateError: 0, stateConflict: 0}
+	for _, lm := range live {
+		o := outcomes[lm.uid]
+		state := stateEnforced
+		switch {
+		case o.enforced:
+		case o.errorType == errorTypeInvalid:
+			state = stateError
+		default:
+			state = stateConflict
+		}
+		states[state]++
+		if lm.took > 0 {
+			ingestions.WithLabelValues(sourceAPI, state).Inc()
+			ingestionDuration.WithLabelValues(sourceAPI, state).Observe(lm.took.Seconds())
+		}
+	}
+	for state, n := range states {
+		mutatorsGauge.WithLabelValues(sourceAPI, state).Set(n)
+	}
 }
 
 // recordMutation counts a request whose object the mutators changed.

@@ -61,6 +61,34 @@ func Decode(doc []byte) (*Mutator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not a YAML or JSON document: %w", err)
 	}
+	m, who, errs, err := decode(data)
+	switch {
+	case who == "":
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", who, err)
+	case len(errs) > 0:
+		return nil, fmt.Errorf("%s: %w", who, errs.ToAggregate())
+	}
+	return m, nil
+}
+
+// DecodeJSON reads one mutator object in JSON, as the API serves it, and
+// returns its problems as field errors, for a 422 Invalid naming the field.
+func DecodeJSON(data []byte) (*Mutator, field.ErrorList) {
+	m, _, errs, err := decode(data)
+	if err != nil {
+		// A value of the wrong JSON type: the decoder's message names the
+		// field by its path under spec.
+		return nil, field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())}
+	}
+	return m, errs
+}
+
+// decode reads a JSON manifest. who names it (`<Kind> "<name>"`) once it is
+// known to be an object; err is a document that is not one, or does not
+// decode strictly.
+func decode(data []byte) (_ *Mutator, who string, _ field.ErrorList, err error) {
 	var head struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
@@ -69,12 +97,12 @@ func Decode(doc []byte) (*Mutator, error) {
 		} `json:"metadata"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
-		return nil, fmt.Errorf("not a Kubernetes object: %w", err)
+		return nil, "", nil, fmt.Errorf("not a Kubernetes object: %w", err)
 	}
-	who := fmt.Sprintf("%s %q", head.Kind, head.Metadata.Name)
+	who = fmt.Sprintf("%s %q", head.Kind, head.Metadata.Name)
 	kind, ok := manifestKinds[head.Kind]
 	if !ok {
-		return nil, fmt.Errorf("%s: kind: %v", who, field.NotSupported(field.NewPath("kind"), head.Kind, []string{KindAssign, KindAssignImage, KindAssignMetadata, KindModifySet}).ErrorBody())
+		return nil, who, field.ErrorList{field.NotSupported(field.NewPath("kind"), head.Kind, []string{KindAssign, KindAssignImage, KindAssignMetadata, KindModifySet})}, nil
 	}
 	group, version, _ := strings.Cut(head.APIVersion, "/")
 	if group != Group || !slices.Contains(kind.versions, version) {
@@ -82,16 +110,10 @@ func Decode(doc []byte) (*Mutator, error) {
 		for i, v := range kind.versions {
 			want[i] = Group + "/" + v
 		}
-		return nil, fmt.Errorf("%s: %v", who, field.NotSupported(field.NewPath("apiVersion"), head.APIVersion, want))
+		return nil, who, field.ErrorList{field.NotSupported(field.NewPath("apiVersion"), head.APIVersion, want)}, nil
 	}
 	m, errs, err := kind.decode(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", who, err)
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%s: %w", who, errs.ToAggregate())
-	}
-	return m, nil
+	return m, who, errs, err
 }
 
 // strictUnmarshal refuses unknown and duplicate fields and names them by

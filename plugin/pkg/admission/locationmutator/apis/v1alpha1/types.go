@@ -26,6 +26,7 @@ limitations under the License.
 //	  ...
 //	mutatorFiles:
 //	- /etc/kubernetes/mutators/*.yaml
+//	watchMutators: true
 //
 // The types are plain structs decoded strictly from YAML or JSON; they are
 // never served, so they need no registration or generated code.
@@ -65,4 +66,12 @@ type Configuration struct {
 	// path it was read from; use absolute paths. A pattern with `*`, `?` or
 	// `[` is expanded (filepath.Glob) and must match at least one file.
 	MutatorFiles []string `json:"mutatorFiles,omitempty"`
+
+	// WatchMutators turns on mutators from the API: the plugin watches the
+	// Assign, AssignMetadata, ModifySet and AssignImage objects of
+	// mutations.gatekeeper.sh, as Gatekeeper keeps them, and runs them
+	// beside the ones above, following every change without a restart. A
+	// mutator from the API never replaces one from this configuration.
+	// Off by default.
+	WatchMutators bool `json:"watchMutators,omitempty"`
 }
