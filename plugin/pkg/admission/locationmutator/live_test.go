@@ -50,7 +50,7 @@ const testIdentity = "apiserver-test"
 
 // liveFixture is a plugin with watchMutators on, over a fake dynamic client.
 type liveFixture struct {
-	t       *testing.T
+	t       testing.TB
 	plugin  *Plugin
 	client  *dynamicfake.FakeDynamicClient
 	stop    chan struct{}
@@ -70,7 +70,7 @@ func gvrOf(kind string) schema.GroupVersionResource {
 
 // newLiveFixture starts a plugin whose configuration is cfg plus
 // watchMutators; reactors run before the fake client's own.
-func newLiveFixture(t *testing.T, staticMutators []string, reactors ...func(*dynamicfake.FakeDynamicClient)) *liveFixture {
+func newLiveFixture(t testing.TB, staticMutators []string, reactors ...func(*dynamicfake.FakeDynamicClient)) *liveFixture {
 	t.Helper()
 	listKinds := map[schema.GroupVersionResource]string{}
 	for _, k := range watchedKinds {
