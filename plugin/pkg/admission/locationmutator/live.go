@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -56,9 +57,9 @@ var watchedKinds = []watchedKind{
 	{mutation.KindModifySet, schema.GroupVersionResource{Group: mutation.Group, Version: "v1", Resource: "modifyset"}},
 }
 
-// unservedRetry is how long the live source waits before it lists a kind
-// whose resource was not served (its CRD not installed) again.
-const unservedRetry = 10 * time.Second
+// unservedProbe is how often the live source asks whether the resource of
+// a kind that was not served (its CRD not installed) is served now.
+const unservedProbe = 2 * time.Second
 
 // The types of the errors in a mutator's status entry.
 const (
@@ -174,7 +175,8 @@ func (s *liveSource) changed(kw *kindWatch, obj any) {
 
 // listWatch lists and watches one kind. While its resource is not served
 // (the CRD is not installed), it lists nothing, so that the kind counts as
-// synced with no mutators, and lists again after unservedRetry.
+// synced with no mutators, and its watch probes the resource until it is
+// served, then ends as expired, which makes the reflector list again.
 func (s *liveSource) listWatch(kw *kindWatch) cache.ListerWatcher {
 	resource := s.client.Resource(kw.gvr)
 	return listWatch{&cache.ListWatch{
@@ -192,7 +194,10 @@ func (s *liveSource) listWatch(kw *kindWatch) cache.ListerWatcher {
 		},
 		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
 			if !kw.isServed() {
-				return newIdleWatch(ctx, unservedRetry), nil
+				return newProbeWatch(ctx, unservedProbe, func(ctx context.Context) bool {
+					_, err := resource.List(ctx, metav1.ListOptions{Limit: 1})
+					return !apierrors.IsNotFound(err)
+				}), nil
 			}
 			return resource.Watch(ctx, options)
 		},
@@ -217,7 +222,7 @@ func (kw *kindWatch) setServed(served bool) {
 	if served {
 		klog.InfoS("LocationMutator watches live mutators", "resource", kw.gvr.String())
 	} else {
-		klog.InfoS("LocationMutator found no served resource for a mutator kind; it runs no live mutators of that kind and looks again", "resource", kw.gvr.String(), "retry", unservedRetry)
+		klog.InfoS("LocationMutator found no served resource for a mutator kind; it runs no live mutators of that kind until it is served", "resource", kw.gvr.String(), "probe", unservedProbe)
 	}
 	kw.served = &served
 }
@@ -228,31 +233,47 @@ func (kw *kindWatch) isServed() bool {
 	return kw.served != nil && *kw.served
 }
 
-// idleWatch delivers nothing and ends after a while, which makes the
-// reflector list again.
-type idleWatch struct {
+// probeWatch stands in for the watch of a resource that is not served: it
+// delivers nothing until served reports true, then an expired error, on
+// which the reflector lists again. (A watch that simply closed would be
+// opened again without a list.)
+type probeWatch struct {
 	ch   chan watch.Event
 	stop chan struct{}
 	once sync.Once
 }
 
-func newIdleWatch(ctx context.Context, d time.Duration) *idleWatch {
-	w := &idleWatch{ch: make(chan watch.Event), stop: make(chan struct{})}
+func newProbeWatch(ctx context.Context, every time.Duration, served func(context.Context) bool) *probeWatch {
+	w := &probeWatch{ch: make(chan watch.Event), stop: make(chan struct{})}
 	go func() {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		case <-w.stop:
+		defer close(w.ch)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-w.stop:
+				return
+			case <-tick.C:
+			}
+			if !served(ctx) {
+				continue
+			}
+			expired := &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired, Message: "the resource is served now"}
+			select {
+			case w.ch <- watch.Event{Type: watch.Error, Object: expired}:
+			case <-ctx.Done():
+			case <-w.stop:
+			}
+			return
 		}
-		close(w.ch)
 	}()
 	return w
 }
 
-func (w *idleWatch) Stop()                          { w.once.Do(func() { close(w.stop) }) }
-func (w *idleWatch) ResultChan() <-chan watch.Event { return w.ch }
+func (w *probeWatch) Stop()                          { w.once.Do(func() { close(w.stop) }) }
+func (w *probeWatch) ResultChan() <-chan watch.Event { return w.ch }
 
 func (s *liveSource) synced() bool {
 	for _, kw := range s.kinds {

@@ -535,3 +535,24 @@ spec:
 		}
 	}
 }
+
+// TestLiveResourceServedLater installs the Assign CRD after start-up: its
+// mutators are picked up without a restart.
+func TestLiveResourceServedLater(t *testing.T) {
+	var served atomic.Bool
+	f := newLiveFixture(t, nil, func(c *dynamicfake.FakeDynamicClient) {
+		c.PrependReactor("list", "assign", func(clienttesting.Action) (bool, runtime.Object, error) {
+			if served.Load() {
+				return false, nil, nil
+			}
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: mutation.Group, Resource: "assign"}, "")
+		})
+	})
+	f.waitSynced()
+	f.create(f.object(pullAlways, time.Now()))
+	if pod, _ := f.admitPod(); pullPolicy(pod) != "" {
+		t.Fatal("a mutator of a kind that is not served ran")
+	}
+	served.Store(true)
+	f.eventually("the Assign is enforced once its resource is served", func() bool { pod, _ := f.admitPod(); return pullPolicy(pod) == corev1.PullAlways })
+}
