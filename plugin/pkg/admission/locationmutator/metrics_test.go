@@ -22,10 +22,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
@@ -121,11 +123,44 @@ func TestMetricsIngestion(t *testing.T) {
 			}
 		})
 	}
-	// The API source is exported, empty, for dashboards to rely on.
-	for _, state := range allStates {
-		if v, err := testutil.GetGaugeMetricValue(mutatorsGauge.WithLabelValues(sourceAPI, state)); err != nil || v != 0 {
-			t.Errorf("mutators{source=api,state=%s} = %v, %v; want 0", state, v, err)
+}
+
+// TestMetricsLive records rebuilds of the live mutators: each object counts
+// in its state, and only objects decoded for this rebuild count as taken in.
+func TestMetricsLive(t *testing.T) {
+	registerMetrics()
+	valid, invalid, conflicting, overridden := &liveMutator{uid: "a", took: time.Millisecond}, &liveMutator{uid: "b", took: time.Millisecond}, &liveMutator{uid: "c"}, &liveMutator{uid: "d"}
+	outcomes := map[types.UID]outcome{
+		"a": {enforced: true},
+		"b": {errorType: errorTypeInvalid},
+		"c": {errorType: errorTypeConflict},
+		"d": {errorType: errorTypeOverridden},
+	}
+	counts := func() map[string]float64 {
+		out := map[string]float64{}
+		for _, state := range allStates {
+			g, err := testutil.GetGaugeMetricValue(mutatorsGauge.WithLabelValues(sourceAPI, state))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := testutil.GetCounterMetricValue(ingestions.WithLabelValues(sourceAPI, state))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out["mutators{"+state+"}"], out["ingestions_total{"+state+"}"] = g, c
 		}
+		return out
+	}
+	before := counts()
+	reportLive([]*liveMutator{valid, invalid, conflicting, overridden}, outcomes)
+	want := map[string]float64{
+		"mutators{enforced}": 1, "mutators{error}": 1, "mutators{conflict}": 2,
+		"ingestions_total{enforced}": before["ingestions_total{enforced}"] + 1,
+		"ingestions_total{error}":    before["ingestions_total{error}"] + 1,
+		"ingestions_total{conflict}": before["ingestions_total{conflict}"],
+	}
+	if diff := cmp.Diff(want, counts()); diff != "" {
+		t.Errorf("metrics (-want +got):\n%s", diff)
 	}
 }
 
