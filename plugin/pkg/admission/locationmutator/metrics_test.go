@@ -26,8 +26,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
