@@ -93,7 +93,7 @@ func typedLocation(s *bytesSource, deploy bool) (string, reflect.Type) {
 		var names []string
 		var types []reflect.Type
 		for i := 0; i < t.NumField(); i++ {
-			n, _, _, inline := jsonName(t.Field(i))
+			n, _, _, inline := jsonTag(t.Field(i))
 			if inline || n == "-" || n == "status" {
 				continue
 			}
@@ -161,7 +161,7 @@ func fittingValue(s *bytesSource, t reflect.Type) any {
 		m := map[string]any{}
 		for i := s.next(3); i > 0; i-- {
 			f := t.Field(s.next(t.NumField()))
-			n, _, _, _ := jsonName(f)
+			n, _, _, _ := jsonTag(f)
 			m[n] = fittingValue(s, f.Type)
 		}
 		return m
