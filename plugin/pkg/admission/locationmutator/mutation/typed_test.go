@@ -400,16 +400,16 @@ func checkTypedEquivalence(t testing.TB, cands []*Mutator, orig runtime.Object, 
 		}
 		want = out.(runtime.Object)
 	}
-	gotJ, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	gotContent, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantJ, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
+	wantContent, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !equality.Semantic.DeepEqual(gotJ, wantJ) || !jsonEqual(gotJ, wantJ) {
-		t.Fatalf("objects differ:\ntyped        %s\nunstructured %s", toYAML(gotJ), toYAML(wantJ))
+	if !equality.Semantic.DeepEqual(gotContent, wantContent) || !jsonEqual(gotContent, wantContent) {
+		t.Fatalf("objects differ:\ntyped        %s\nunstructured %s", toYAML(gotContent), toYAML(wantContent))
 	}
 }
 
