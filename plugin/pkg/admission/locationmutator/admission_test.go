@@ -330,8 +330,8 @@ func TestGatekeeperShapedManifests(t *testing.T) {
 // same pod and the same audit annotation either way.
 func TestAdmitTypedMatchesUnstructured(t *testing.T) {
 	o := admission.NewObjectInterfacesFromScheme(testScheme(t))
-	typed := newTestPlugin(t, config(tenPodMutators...))
-	unstr := newTestPlugin(t, config(tenPodMutators...))
+	typed := newTestPlugin(t, config(tenPodMutators(t)...))
+	unstr := newTestPlugin(t, config(tenPodMutators(t)...))
 	unstr.unstructuredOnly = true
 
 	pod := threeContainerPod()

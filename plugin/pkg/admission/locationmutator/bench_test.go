@@ -19,6 +19,7 @@ package locationmutator
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -57,66 +58,27 @@ func BenchmarkAdmitNonMatching(b *testing.B) {
 	}
 }
 
-var tenPodMutators = []string{
-	pullAlways,
-	ownerLabel,
-	`apiVersion: mutations.gatekeeper.sh/v1
-kind: Assign
-metadata: {name: non-root}
-spec:
-  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
-  location: spec.securityContext.runAsNonRoot
-  parameters:
-    pathTests: [{subPath: spec.securityContext.runAsNonRoot, condition: MustNotExist}]
-    assign: {value: true}`,
-	`apiVersion: mutations.gatekeeper.sh/v1
-kind: Assign
-metadata: {name: env-cluster}
-spec:
-  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
-  location: 'spec.containers[name:*].env[name: CLUSTER].value'
-  parameters: {assign: {value: prod-1}}`,
-	`apiVersion: mutations.gatekeeper.sh/v1
-kind: Assign
-metadata: {name: env-namespace}
-spec:
-  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
-  location: 'spec.containers[name:*].env[name: NAMESPACE].value'
-  parameters: {assign: {fromMetadata: {field: namespace}}}`,
-	`apiVersion: mutations.gatekeeper.sh/v1
-kind: Assign
-metadata: {name: no-privilege-escalation}
-spec:
-  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
-  location: 'spec.containers[name:*].securityContext.allowPrivilegeEscalation'
-  parameters: {assign: {value: false}}`,
-	`apiVersion: mutations.gatekeeper.sh/v1
-kind: Assign
-metadata: {name: termination-grace}
-spec:
-  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
-  location: spec.terminationGracePeriodSeconds
-  parameters: {assign: {value: 30}}`,
-	`apiVersion: mutations.gatekeeper.sh/v1
-kind: ModifySet
-metadata: {name: no-alsologtostderr}
-spec:
-  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
-  location: 'spec.containers[name:*].args'
-  parameters: {operation: prune, values: {fromList: [--alsologtostderr]}}`,
-	`apiVersion: mutations.gatekeeper.sh/v1
-kind: AssignMetadata
-metadata: {name: mutated-by}
-spec:
-  location: metadata.annotations.mutated-by
-  parameters: {assign: {value: locationmutator}}`,
-	`apiVersion: mutations.gatekeeper.sh/v1alpha1
-kind: AssignImage
-metadata: {name: mirror}
-spec:
-  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
-  location: 'spec.containers[name:*].image'
-  parameters: {assignDomain: mirror.example.com}`,
+// tenPodMutators reads the ten mutators that all match threeContainerPod
+// in namespace prod. They live in a file so that test/bench/gatekeeper
+// runs Gatekeeper on exactly these.
+func tenPodMutators(tb testing.TB) []string {
+	data, err := os.ReadFile("testdata/ten-pod-mutators.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []string
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		// config indents each manifest as a list item; a comment line
+		// would end up there in place of the item.
+		var lines []string
+		for _, l := range strings.Split(doc, "\n") {
+			if !strings.HasPrefix(l, "#") {
+				lines = append(lines, l)
+			}
+		}
+		out = append(out, strings.Join(lines, "\n"))
+	}
+	return out
 }
 
 // Ten matching mutators on a 3-container pod, end to end through Admit.
@@ -125,10 +87,11 @@ spec:
 // the same through the unstructured form (to a map, the passes, back to a
 // typed Pod), as every request did before.
 func BenchmarkAdmitTenMatching(b *testing.B) {
-	if len(tenPodMutators) != 10 {
-		b.Fatalf("%d mutators", len(tenPodMutators))
+	mutators := tenPodMutators(b)
+	if len(mutators) != 10 {
+		b.Fatalf("%d mutators", len(mutators))
 	}
-	benchAdmit(b, tenPodMutators, func(done *corev1.Pod) {
+	benchAdmit(b, mutators, func(done *corev1.Pod) {
 		if !strings.HasPrefix(done.Spec.Containers[0].Image, "mirror.example.com/") {
 			b.Fatalf("not mutated: %+v", done.Spec.Containers[0])
 		}

@@ -93,7 +93,7 @@ func typedLocation(s *bytesSource, deploy bool) (string, reflect.Type) {
 		var names []string
 		var types []reflect.Type
 		for i := 0; i < t.NumField(); i++ {
-			n, _, _, inline := jsonName(t.Field(i))
+			n, _, _, inline := jsonTag(t.Field(i))
 			if inline || n == "-" || n == "status" {
 				continue
 			}
@@ -161,7 +161,7 @@ func fittingValue(s *bytesSource, t reflect.Type) any {
 		m := map[string]any{}
 		for i := s.next(3); i > 0; i-- {
 			f := t.Field(s.next(t.NumField()))
-			n, _, _, _ := jsonName(f)
+			n, _, _, _ := jsonTag(f)
 			m[n] = fittingValue(s, f.Type)
 		}
 		return m
@@ -400,16 +400,16 @@ func checkTypedEquivalence(t testing.TB, cands []*Mutator, orig runtime.Object, 
 		}
 		want = out.(runtime.Object)
 	}
-	gotJ, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	gotContent, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantJ, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
+	wantContent, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !equality.Semantic.DeepEqual(gotJ, wantJ) || !jsonEqual(gotJ, wantJ) {
-		t.Fatalf("objects differ:\ntyped        %s\nunstructured %s", toYAML(gotJ), toYAML(wantJ))
+	if !equality.Semantic.DeepEqual(gotContent, wantContent) || !jsonEqual(gotContent, wantContent) {
+		t.Fatalf("objects differ:\ntyped        %s\nunstructured %s", toYAML(gotContent), toYAML(wantContent))
 	}
 }
 
