@@ -241,10 +241,7 @@ func (m *Mutator) set(cur any, exists bool, i int, md Metadata) (any, bool, erro
 	switch m.id.Kind {
 	case KindAssign, KindAssignMetadata:
 		if m.fromMetadata != "" {
-			v := md.Name
-			if m.fromMetadata == "namespace" {
-				v = md.Namespace
-			}
+			v := m.metadataValue(md)
 			if s, ok := cur.(string); exists && ok && s == v {
 				return cur, false, nil
 			}
