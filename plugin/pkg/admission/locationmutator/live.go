@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -108,6 +109,10 @@ type liveSource struct {
 	// Owned by the rebuild loop.
 	decoded     map[types.UID]*liveMutator
 	lastWarning map[types.UID]outcome
+	// built is the generation of every object the published system was
+	// built from: a change of status or metadata alone (status writes of
+	// every server among them) needs no rebuild.
+	built map[types.UID]int64
 
 	mu       sync.RWMutex
 	outcomes map[types.UID]outcome
@@ -305,13 +310,19 @@ func (s *liveSource) rebuildLoop(stop <-chan struct{}) {
 // hold now, and records every object's outcome.
 func (s *liveSource) rebuild() {
 	var objects []*unstructured.Unstructured
+	generations := map[types.UID]int64{}
 	for _, kw := range s.kinds {
 		for _, obj := range kw.informer.GetStore().List() {
 			if u, ok := obj.(*unstructured.Unstructured); ok {
 				objects = append(objects, u)
+				generations[u.GetUID()] = u.GetGeneration()
 			}
 		}
 	}
+	if s.built != nil && maps.Equal(generations, s.built) {
+		return
+	}
+	s.built = generations
 	live := s.decode(objects)
 	system, outcomes := resolve(s.static, live)
 	s.publish(system)
