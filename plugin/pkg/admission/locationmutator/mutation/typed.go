@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
@@ -449,7 +450,7 @@ func (m *Mutator) planFinal(p *typedPlan, ft reflect.Type, omitEmpty, mapEntry b
 		return unsupported("the field is an interface")
 	}
 	switch m.id.Kind {
-	case KindAssign, KindAssignMetadata:
+	case mutationsv1.KindAssign, mutationsv1.KindAssignMetadata:
 		if m.fromMetadata != "" {
 			if ft.Kind() != reflect.String || !plainScalar(ft) {
 				return unsupported("fromMetadata into a %v", ft)
@@ -477,7 +478,7 @@ func (m *Mutator) planFinal(p *typedPlan, ft reflect.Type, omitEmpty, mapEntry b
 		}
 		return nil
 
-	case KindModifySet:
+	case mutationsv1.KindModifySet:
 		if mapEntry || ft.Kind() != reflect.Slice || custom(ft) || ft.Elem().Kind() != reflect.String || !plainScalar(ft.Elem()) {
 			return unsupported("ModifySet on a %v", ft)
 		}
@@ -495,7 +496,7 @@ func (m *Mutator) planFinal(p *typedPlan, ft reflect.Type, omitEmpty, mapEntry b
 		p.final = finModifySet
 		return nil
 
-	case KindAssignImage:
+	case mutationsv1.KindAssignImage:
 		if mapEntry || ft.Kind() != reflect.String || !plainScalar(ft) {
 			return unsupported("AssignImage on a %v", ft)
 		}
