@@ -59,7 +59,7 @@ func decodeAs[T any](build func(*T) (*Mutator, field.ErrorList)) func([]byte) (*
 // errors read `<Kind> "<name>": <field>: <problem>`, so a user can find the
 // manifest and the field at fault.
 func Decode(doc []byte) (*Mutator, error) {
-	data, err := yaml.YAMLToJSON(doc)
+	data, err := yaml.YAMLToJSONStrict(doc)
 	if err != nil {
 		return nil, fmt.Errorf("not a YAML or JSON document: %w", err)
 	}

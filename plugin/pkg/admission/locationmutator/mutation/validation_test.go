@@ -218,6 +218,9 @@ func TestDecodeIgnoresStatus(t *testing.T) {
 		{"null", head + spec + "status: null\n", ""},
 		{"status first", head + "status: {byPod: []}\n" + spec, ""},
 		{"JSON", `{"apiVersion":"mutations.gatekeeper.sh/v1","kind":"Assign","metadata":{"name":"a"},"status":{"byPod":[{"id":"x","enforced":true}]},"spec":{"applyTo":[{"groups":[""],"versions":["v1"],"kinds":["Pod"]}],"location":"spec.x","parameters":{"assign":{"value":1}}}}`, ""},
+		{"duplicate field beside a status", head + spec + "status: {}\nspec: {}\n", `"spec" already set`},
+		{"duplicate nested field", head + spec + "  location: spec.y\n", `"location" already set`},
+		{"duplicate JSON field", `{"apiVersion":"mutations.gatekeeper.sh/v1","kind":"Assign","metadata":{"name":"a"},"spec":{},"status":{},"spec":{}}`, `"spec" already set`},
 		{"unknown field beside a status", head + spec + "  paramters: {}\nstatus: {byPod: []}\n", `unknown field "spec.paramters"`},
 		{"invalid spec beside a status", head + "spec: {location: spec.x, parameters: {assign: {value: 1}}}\nstatus: {byPod: []}\n", "spec.applyTo: Required"},
 	}
