@@ -22,7 +22,8 @@ import (
 	v1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 )
 
-// Assign is v1.Assign served at v1beta1.
+// Assign sets the value at spec.location of the objects it matches. At
+// v1beta1 it has the same fields as at v1.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=assign,scope=Cluster
@@ -35,7 +36,8 @@ type Assign struct {
 	Status v1.MutatorStatus `json:"status,omitempty"`
 }
 
-// AssignMetadata is v1.AssignMetadata served at v1beta1.
+// AssignMetadata adds a label or an annotation when the object does not
+// have it yet. At v1beta1 it has the same fields as at v1.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=assignmetadata,scope=Cluster
@@ -48,7 +50,8 @@ type AssignMetadata struct {
 	Status v1.MutatorStatus      `json:"status,omitempty"`
 }
 
-// ModifySet is v1.ModifySet served at v1beta1.
+// ModifySet merges values into, or prunes them from, a list treated as a
+// set. At v1beta1 it has the same fields as at v1.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=modifyset,scope=Cluster
