@@ -2,8 +2,12 @@
 # Regenerates every generated file: deepcopy, conversion and defaulters
 # beside the API types, and OpenAPI definitions, the typed clientset,
 # listers, informers and apply configurations under generated/.
-# The generators are k8s.io/code-generator's kube_codegen.sh and
-# kube-openapi's openapi-gen at the versions go.mod pins with tool directives.
+# Then the CustomResourceDefinitions of the LocationMutator's mutator kinds
+# (plugin/pkg/admission/locationmutator/crds/manifests), from the types in
+# its apis/mutations.
+# The generators are k8s.io/code-generator's kube_codegen.sh, kube-openapi's
+# openapi-gen and controller-tools' controller-gen at the versions go.mod pins
+# with tool directives.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -12,8 +16,8 @@ MODULE=github.com/admitkit/admitkit
 
 # go list prints no directory for a module that is not in the module cache
 # yet (a new machine), so fetch the generators' modules first.
-if ! go mod download k8s.io/code-generator k8s.io/kube-openapi; then
-    echo "update-codegen: cannot download k8s.io/code-generator and k8s.io/kube-openapi (check GOPROXY and the network)" >&2
+if ! go mod download k8s.io/code-generator k8s.io/kube-openapi sigs.k8s.io/controller-tools; then
+    echo "update-codegen: cannot download k8s.io/code-generator, k8s.io/kube-openapi and sigs.k8s.io/controller-tools (check GOPROXY and the network)" >&2
     exit 1
 fi
 CODEGEN_PKG=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
@@ -59,3 +63,12 @@ kube::codegen::gen_client \
     --output-pkg "${MODULE}/generated" \
     --boilerplate "${BOILERPLATE}" \
     "${ROOT}/apis"
+
+# One file per CRD; the directory is emptied first so that a kind that goes
+# away leaves no stale manifest behind.
+CRD_DIR="${ROOT}/plugin/pkg/admission/locationmutator/crds/manifests"
+mkdir -p "${CRD_DIR}"
+rm -f "${CRD_DIR}"/*.yaml
+go tool controller-gen crd \
+    paths=./plugin/pkg/admission/locationmutator/apis/mutations/... \
+    output:crd:dir="${CRD_DIR}"

@@ -50,6 +50,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/admitkit/admitkit/plugin/initializer"
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/versioned"
@@ -230,7 +231,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 		// writes carry a different object.
 		return nil
 	}
-	if a.GetResource().Group == mutation.Group {
+	if a.GetResource().Group == mutationsv1.Group {
 		// Break glass: writes of the mutators themselves are never
 		// changed, refused or delayed here, so a mutator that breaks
 		// other writes can always be deleted or fixed.

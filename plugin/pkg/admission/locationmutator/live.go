@@ -39,6 +39,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
 
@@ -52,10 +53,10 @@ type watchedKind struct {
 // watchedKinds are the kinds the live source watches. The resource names
 // are Gatekeeper's CRDs' plurals, which are singular words.
 var watchedKinds = []watchedKind{
-	{mutation.KindAssign, schema.GroupVersionResource{Group: mutation.Group, Version: "v1", Resource: "assign"}},
-	{mutation.KindAssignImage, schema.GroupVersionResource{Group: mutation.Group, Version: "v1alpha1", Resource: "assignimage"}},
-	{mutation.KindAssignMetadata, schema.GroupVersionResource{Group: mutation.Group, Version: "v1", Resource: "assignmetadata"}},
-	{mutation.KindModifySet, schema.GroupVersionResource{Group: mutation.Group, Version: "v1", Resource: "modifyset"}},
+	{mutationsv1.KindAssign, schema.GroupVersionResource{Group: mutationsv1.Group, Version: "v1", Resource: "assign"}},
+	{mutationsv1.KindAssignImage, schema.GroupVersionResource{Group: mutationsv1.Group, Version: "v1alpha1", Resource: "assignimage"}},
+	{mutationsv1.KindAssignMetadata, schema.GroupVersionResource{Group: mutationsv1.Group, Version: "v1", Resource: "assignmetadata"}},
+	{mutationsv1.KindModifySet, schema.GroupVersionResource{Group: mutationsv1.Group, Version: "v1", Resource: "modifyset"}},
 }
 
 // unservedProbe is how often the live source asks whether the resource of

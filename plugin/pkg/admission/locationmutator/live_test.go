@@ -198,27 +198,27 @@ func TestLiveMutatorsFollowTheAPI(t *testing.T) {
 	f.create(f.object(pullAlways, time.Now()))
 	f.eventually("the new Assign is enforced", func() bool { pod, _ := f.admitPod(); return pullPolicy(pod) == corev1.PullAlways })
 	f.eventually("its status entry says enforced", func() bool {
-		e, ok := f.entry(mutation.KindAssign, "always-pull")
+		e, ok := f.entry(mutationsv1.KindAssign, "always-pull")
 		return ok && e.Enforced && e.ObservedGeneration == 1 && e.MutatorUID != "" && len(e.Errors) == 0
 	})
 
 	// Changed: the next pods follow.
-	u := f.get(mutation.KindAssign, "always-pull")
+	u := f.get(mutationsv1.KindAssign, "always-pull")
 	if err := unstructured.SetNestedField(u.Object, "Never", "spec", "parameters", "assign", "value"); err != nil {
 		t.Fatal(err)
 	}
 	u.SetGeneration(2)
-	if _, err := f.client.Resource(gvrOf(mutation.KindAssign)).Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.client.Resource(gvrOf(mutationsv1.KindAssign)).Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.eventually("the changed Assign is enforced", func() bool { pod, _ := f.admitPod(); return pullPolicy(pod) == corev1.PullNever })
 	f.eventually("the status entry observes generation 2", func() bool {
-		e, ok := f.entry(mutation.KindAssign, "always-pull")
+		e, ok := f.entry(mutationsv1.KindAssign, "always-pull")
 		return ok && e.Enforced && e.ObservedGeneration == 2
 	})
 
 	// Deleted: gone.
-	if err := f.client.Resource(gvrOf(mutation.KindAssign)).Delete(context.Background(), "always-pull", metav1.DeleteOptions{}); err != nil {
+	if err := f.client.Resource(gvrOf(mutationsv1.KindAssign)).Delete(context.Background(), "always-pull", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.eventually("the deleted Assign is gone", func() bool { pod, _ := f.admitPod(); return pullPolicy(pod) == "" })
@@ -247,7 +247,7 @@ func TestLiveNotSyncedRefusesRetriably(t *testing.T) {
 	}
 	// A write of a mutator object is never delayed or refused for that.
 	u := f.object(pullAlways, time.Now())
-	a := attrs(u, schema.GroupVersionKind{Group: mutation.Group, Version: "v1", Kind: mutation.KindAssign}, gvrOf(mutation.KindAssign), "", u.GetName(), admission.Create, "")
+	a := attrs(u, schema.GroupVersionKind{Group: mutationsv1.Group, Version: "v1", Kind: mutationsv1.KindAssign}, gvrOf(mutationsv1.KindAssign), "", u.GetName(), admission.Create, "")
 	if err := f.plugin.Admit(context.Background(), a, f.objects); err != nil {
 		t.Fatalf("Admit of a mutator object: %v", err)
 	}
@@ -268,7 +268,7 @@ func TestLiveMissingResourceIsNoOutage(t *testing.T) {
 	f := newLiveFixture(t, nil, func(c *dynamicfake.FakeDynamicClient) {
 		c.PrependReactor("list", "assignimage", func(clienttesting.Action) (bool, runtime.Object, error) {
 			lists.Add(1)
-			return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: mutation.Group, Resource: "assignimage"}, "")
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: mutationsv1.Group, Resource: "assignimage"}, "")
 		})
 	})
 	f.waitSynced()
@@ -330,10 +330,10 @@ spec:
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f.eventually("the status entry of "+tc.name, func() bool {
-				e, ok := f.entry(mutation.KindAssign, tc.name)
+				e, ok := f.entry(mutationsv1.KindAssign, tc.name)
 				return ok && e.Enforced == tc.enforced
 			})
-			e, _ := f.entry(mutation.KindAssign, tc.name)
+			e, _ := f.entry(mutationsv1.KindAssign, tc.name)
 			if tc.enforced {
 				if len(e.Errors) != 0 {
 					t.Fatalf("errors %v", e.Errors)
@@ -380,8 +380,8 @@ func TestLiveStatusKeepsOtherServersEntries(t *testing.T) {
 	u := f.object(pullAlways, time.Now())
 	u.Object["status"] = map[string]any{"byPod": []any{map[string]any{"id": "apiserver-other", "enforced": true, "observedGeneration": int64(1)}}}
 	f.create(u)
-	f.eventually("our entry is added", func() bool { _, ok := f.entry(mutation.KindAssign, "always-pull"); return ok })
-	got := f.get(mutation.KindAssign, "always-pull")
+	f.eventually("our entry is added", func() bool { _, ok := f.entry(mutationsv1.KindAssign, "always-pull"); return ok })
+	got := f.get(mutationsv1.KindAssign, "always-pull")
 	byPod, _, _ := unstructured.NestedSlice(got.Object, "status", "byPod")
 	if len(byPod) != 2 || byPod[0].(map[string]any)["id"] != "apiserver-other" {
 		t.Fatalf("byPod %v, want the other server's entry kept first", byPod)
@@ -400,10 +400,10 @@ func TestLiveStatusWrittenOnlyOnChange(t *testing.T) {
 	})
 	f.waitSynced()
 	f.create(f.object(pullAlways, time.Now()))
-	f.eventually("the status is written", func() bool { _, ok := f.entry(mutation.KindAssign, "always-pull"); return ok })
+	f.eventually("the status is written", func() bool { _, ok := f.entry(mutationsv1.KindAssign, "always-pull"); return ok })
 	// Further rebuilds (another mutator arriving) leave it alone.
 	f.create(f.object(ownerLabel, time.Now()))
-	f.eventually("the second mutator's status", func() bool { _, ok := f.entry(mutation.KindAssignMetadata, "owner"); return ok })
+	f.eventually("the second mutator's status", func() bool { _, ok := f.entry(mutationsv1.KindAssignMetadata, "owner"); return ok })
 	time.Sleep(100 * time.Millisecond)
 	if n := writes.Load(); n != 1 {
 		t.Fatalf("%d status writes on the Assign, want 1", n)
@@ -415,14 +415,14 @@ func TestLiveStatusRetriesConflicts(t *testing.T) {
 	f := newLiveFixture(t, nil, func(c *dynamicfake.FakeDynamicClient) {
 		c.PrependReactor("update", "assign", func(a clienttesting.Action) (bool, runtime.Object, error) {
 			if a.GetSubresource() == "status" && conflicts.Add(1) <= 2 {
-				return true, nil, apierrors.NewConflict(schema.GroupResource{Group: mutation.Group, Resource: "assign"}, "always-pull", fmt.Errorf("changed"))
+				return true, nil, apierrors.NewConflict(schema.GroupResource{Group: mutationsv1.Group, Resource: "assign"}, "always-pull", fmt.Errorf("changed"))
 			}
 			return false, nil, nil
 		})
 	})
 	f.waitSynced()
 	f.create(f.object(pullAlways, time.Now()))
-	f.eventually("the status is written after two conflicts", func() bool { _, ok := f.entry(mutation.KindAssign, "always-pull"); return ok })
+	f.eventually("the status is written after two conflicts", func() bool { _, ok := f.entry(mutationsv1.KindAssign, "always-pull"); return ok })
 }
 
 func TestValidateMutatorObjects(t *testing.T) {
@@ -444,7 +444,7 @@ func TestValidateMutatorObjects(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			u := f.object(tc.manifest, time.Now())
-			gvk := schema.GroupVersionKind{Group: mutation.Group, Version: "v1", Kind: u.GetKind()}
+			gvk := schema.GroupVersionKind{Group: mutationsv1.Group, Version: "v1", Kind: u.GetKind()}
 			warnings := &warningRecorder{}
 			ctx := warning.WithWarningRecorder(context.Background(), warnings)
 			err := f.plugin.Validate(ctx, attrs(u, gvk, gvrOf(u.GetKind()), "", u.GetName(), admission.Create, ""), f.objects)
@@ -545,7 +545,7 @@ func TestLiveResourceServedLater(t *testing.T) {
 			if served.Load() {
 				return false, nil, nil
 			}
-			return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: mutation.Group, Resource: "assign"}, "")
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: mutationsv1.Group, Resource: "assign"}, "")
 		})
 	})
 	f.waitSynced()

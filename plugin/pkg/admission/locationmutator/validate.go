@@ -30,6 +30,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/warning"
 
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
@@ -48,7 +49,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	if !ok {
 		return nil
 	}
-	gk := schema.GroupKind{Group: mutation.Group, Kind: u.GetKind()}
+	gk := schema.GroupKind{Group: mutationsv1.Group, Kind: u.GetKind()}
 	data, err := json.Marshal(u.Object)
 	if err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("%s %q: %v", u.GetKind(), u.GetName(), err))
@@ -67,7 +68,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 }
 
 func isMutatorResource(gvr schema.GroupVersionResource) bool {
-	return gvr.Group == mutation.Group && slices.ContainsFunc(watchedKinds, func(k watchedKind) bool { return k.gvr.Resource == gvr.Resource })
+	return gvr.Group == mutationsv1.Group && slices.ContainsFunc(watchedKinds, func(k watchedKind) bool { return k.gvr.Resource == gvr.Resource })
 }
 
 // conflicts returns the schema conflicts of m with the mutators this server

@@ -37,6 +37,8 @@ type Match struct {
 	// Source is All (the default), Original or Generated. Generated
 	// objects come from Gatekeeper's expansion, which does not exist
 	// in-process, so a Generated mutator never applies.
+	//
+	// +kubebuilder:validation:Enum=All;Generated;Original
 	Source string `json:"source,omitempty"`
 	// Kinds lists groups and kinds; an empty list matches every kind.
 	Kinds []Kinds `json:"kinds,omitempty"`
@@ -45,8 +47,12 @@ type Match struct {
 	Scope string `json:"scope,omitempty"`
 	// Namespaces are wildcards (`kube-*`, `*-system`, `*kube*`) one of which
 	// the object's namespace must match.
+	//
+	// +kubebuilder:validation:items:Pattern=`^\*?[-:a-z0-9]*\*?$`
 	Namespaces []string `json:"namespaces,omitempty"`
 	// ExcludedNamespaces are wildcards none of which may match.
+	//
+	// +kubebuilder:validation:items:Pattern=`^\*?[-:a-z0-9]*\*?$`
 	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
 	// LabelSelector is tested against the object's own labels.
 	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
@@ -55,6 +61,8 @@ type Match struct {
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 	// Name is a wildcard on metadata.name (and on generateName for a prefix
 	// or contains wildcard).
+	//
+	// +kubebuilder:validation:Pattern=`^\*?[-:a-z0-9]*\*?$`
 	Name string `json:"name,omitempty"`
 }
 

@@ -24,6 +24,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
+	mutationsv1alpha1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
 
@@ -89,42 +91,42 @@ func fuzzValue(s *bytesSource, depth int) any {
 	}
 }
 
-var fuzzApplyTo = []ApplyTo{{Groups: []string{""}, Versions: []string{"v1"}, Kinds: []string{"Pod"}}}
+var fuzzApplyTo = []mutationsv1.ApplyTo{{Groups: []string{""}, Versions: []string{"v1"}, Kinds: []string{"Pod"}}}
 
 func fuzzMutator(s *bytesSource, i int) *Mutator {
 	meta := metav1.ObjectMeta{Name: "m" + string(rune('a'+i))}
 	loc := fuzzLocation(s)
-	var tests []PathTest
+	var tests []mutationsv1.PathTest
 	if p, err := path.Parse(loc); err == nil && s.next(3) == 0 {
 		d := s.next(len(p.Nodes))
-		cond := MustExist
+		cond := mutationsv1.MustExist
 		if s.next(2) == 0 {
-			cond = MustNotExist
+			cond = mutationsv1.MustNotExist
 		}
-		tests = append(tests, PathTest{SubPath: path.Path{Nodes: p.Nodes[:d+1]}.String(), Condition: cond})
+		tests = append(tests, mutationsv1.PathTest{SubPath: path.Path{Nodes: p.Nodes[:d+1]}.String(), Condition: cond})
 	}
 	var m *Mutator
 	switch s.next(4) {
 	case 0:
-		m, _ = NewAssign(&Assign{ObjectMeta: meta, Spec: AssignSpec{ApplyTo: fuzzApplyTo, Location: loc,
-			Parameters: AssignParameters{PathTests: tests, Assign: AssignField{Value: &Value{Value: fuzzValue(s, 0)}}}}})
+		m, _ = NewAssign(&mutationsv1.Assign{ObjectMeta: meta, Spec: mutationsv1.AssignSpec{ApplyTo: fuzzApplyTo, Location: loc,
+			Parameters: mutationsv1.AssignParameters{PathTests: tests, Assign: mutationsv1.AssignField{Value: &mutationsv1.Value{Value: fuzzValue(s, 0)}}}}})
 	case 1:
-		var vals []Value
+		var vals []mutationsv1.Value
 		for j := s.next(3); j >= 0; j-- {
-			vals = append(vals, Value{Value: fuzzValue(s, 1)})
+			vals = append(vals, mutationsv1.Value{Value: fuzzValue(s, 1)})
 		}
-		op := OperationMerge
+		op := mutationsv1.OperationMerge
 		if s.next(2) == 0 {
-			op = OperationPrune
+			op = mutationsv1.OperationPrune
 		}
-		m, _ = NewModifySet(&ModifySet{ObjectMeta: meta, Spec: ModifySetSpec{ApplyTo: fuzzApplyTo, Location: loc,
-			Parameters: ModifySetParameters{PathTests: tests, Operation: op, Values: Values{FromList: vals}}}})
+		m, _ = NewModifySet(&mutationsv1.ModifySet{ObjectMeta: meta, Spec: mutationsv1.ModifySetSpec{ApplyTo: fuzzApplyTo, Location: loc,
+			Parameters: mutationsv1.ModifySetParameters{PathTests: tests, Operation: op, Values: mutationsv1.Values{FromList: vals}}}})
 	case 2:
-		m, _ = NewAssignImage(&AssignImage{ObjectMeta: meta, Spec: AssignImageSpec{ApplyTo: fuzzApplyTo, Location: loc,
-			Parameters: AssignImageParameters{PathTests: tests, AssignDomain: []string{"", "r.io"}[s.next(2)], AssignTag: ":v1"}}})
+		m, _ = NewAssignImage(&mutationsv1alpha1.AssignImage{ObjectMeta: meta, Spec: mutationsv1.AssignImageSpec{ApplyTo: fuzzApplyTo, Location: loc,
+			Parameters: mutationsv1.AssignImageParameters{PathTests: tests, AssignDomain: []string{"", "r.io"}[s.next(2)], AssignTag: ":v1"}}})
 	default:
-		m, _ = NewAssignMetadata(&AssignMetadata{ObjectMeta: meta, Spec: AssignMetadataSpec{Location: "metadata.labels." + fuzzNames[s.next(len(fuzzNames))],
-			Parameters: MetadataParameters{Assign: AssignField{Value: &Value{Value: "v"}}}}})
+		m, _ = NewAssignMetadata(&mutationsv1.AssignMetadata{ObjectMeta: meta, Spec: mutationsv1.AssignMetadataSpec{Location: "metadata.labels." + fuzzNames[s.next(len(fuzzNames))],
+			Parameters: mutationsv1.MetadataParameters{Assign: mutationsv1.AssignField{Value: &mutationsv1.Value{Value: "v"}}}}})
 	}
 	return m
 }

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
 
@@ -46,21 +47,21 @@ func TestGatekeeperDifferences(t *testing.T) {
 		// received object (type: <nil>)", issue #3463.
 		{
 			name:     "explicit null list is missing",
-			mutators: []string{podMutator(KindAssign, "a", "spec.initContainers[name: *].imagePullPolicy", "{assign: {value: Always}}")},
+			mutators: []string{podMutator(mutationsv1.KindAssign, "a", "spec.initContainers[name: *].imagePullPolicy", "{assign: {value: Always}}")},
 			before:   `{spec: {initContainers: null, containers: [{name: app, image: nginx}]}}`,
 			after:    `{spec: {initContainers: null, containers: [{name: app, image: nginx}]}}`,
 		},
 		// Gatekeeper: the same mismatch error, on an object.
 		{
 			name:     "explicit null object is missing",
-			mutators: []string{podMutator(KindAssign, "a", "spec.securityContext.runAsNonRoot", "{assign: {value: true}}")},
+			mutators: []string{podMutator(mutationsv1.KindAssign, "a", "spec.securityContext.runAsNonRoot", "{assign: {value: true}}")},
 			before:   `{spec: {securityContext: null, containers: [{name: app, image: nginx}]}}`,
 			after:    `{spec: {securityContext: {runAsNonRoot: true}, containers: [{name: app, image: nginx}]}}`,
 		},
 		// Gatekeeper: MustNotExist sees the null as a value and skips.
 		{
 			name: "explicit null passes MustNotExist",
-			mutators: []string{podMutator(KindAssign, "a", "spec.initContainers[name: init].image",
+			mutators: []string{podMutator(mutationsv1.KindAssign, "a", "spec.initContainers[name: init].image",
 				"{pathTests: [{subPath: spec.initContainers, condition: MustNotExist}], assign: {value: busybox}}")},
 			before: `{spec: {initContainers: null, containers: [{name: app, image: nginx}]}}`,
 			after:  `{spec: {initContainers: [{name: init, image: busybox}], containers: [{name: app, image: nginx}]}}`,
@@ -69,7 +70,7 @@ func TestGatekeeperDifferences(t *testing.T) {
 		// int64(80) and it appends a second port 80.
 		{
 			name:     "a float key equals an integer selector",
-			mutators: []string{podMutator(KindAssign, "a", "spec.containers[name: app].ports[containerPort: 80].protocol", "{assign: {value: UDP}}")},
+			mutators: []string{podMutator(mutationsv1.KindAssign, "a", "spec.containers[name: app].ports[containerPort: 80].protocol", "{assign: {value: UDP}}")},
 			before:   `{spec: {containers: [{name: app, image: nginx, ports: [{containerPort: 80}]}]}}`,
 			floats:   true,
 			after:    `{spec: {containers: [{name: app, image: nginx, ports: [{containerPort: 80, protocol: UDP}]}]}}`,
@@ -80,9 +81,9 @@ func TestGatekeeperDifferences(t *testing.T) {
 		{
 			name: "a port an Assign wrote is found by its integer key",
 			mutators: []string{
-				podMutator(KindAssign, "a-ports", "spec.containers[name: *].ports",
+				podMutator(mutationsv1.KindAssign, "a-ports", "spec.containers[name: *].ports",
 					"{pathTests: [{subPath: 'spec.containers[name: *].ports', condition: MustNotExist}], assign: {value: [{containerPort: 80}]}}"),
-				podMutator(KindAssign, "b-protocol", "spec.containers[name: *].ports[containerPort: 80].protocol", "{assign: {value: UDP}}"),
+				podMutator(mutationsv1.KindAssign, "b-protocol", "spec.containers[name: *].ports[containerPort: 80].protocol", "{assign: {value: UDP}}"),
 			},
 			before: `{spec: {containers: [{name: app, image: nginx}]}}`,
 			after:  `{spec: {containers: [{name: app, image: nginx, ports: [{containerPort: 80, protocol: UDP}]}]}}`,
@@ -91,14 +92,14 @@ func TestGatekeeperDifferences(t *testing.T) {
 		// image, which the API server then refuses.
 		{
 			name:     "a prune creates no list element",
-			mutators: []string{podMutator(KindModifySet, "a", "spec.containers[name: sidecar].args", "{operation: prune, values: {fromList: [--debug]}}")},
+			mutators: []string{podMutator(mutationsv1.KindModifySet, "a", "spec.containers[name: sidecar].args", "{operation: prune, values: {fromList: [--debug]}}")},
 			before:   `{spec: {containers: [{name: app, image: nginx}]}}`,
 			after:    `{spec: {containers: [{name: app, image: nginx}]}}`,
 		},
 		// Gatekeeper writes securityContext: {capabilities: {}}.
 		{
 			name:     "a prune creates no parents",
-			mutators: []string{podMutator(KindModifySet, "a", "spec.containers[name: app].securityContext.capabilities.add", "{operation: prune, values: {fromList: [NET_RAW]}}")},
+			mutators: []string{podMutator(mutationsv1.KindModifySet, "a", "spec.containers[name: app].securityContext.capabilities.add", "{operation: prune, values: {fromList: [NET_RAW]}}")},
 			before:   `{spec: {containers: [{name: app, image: nginx}]}}`,
 			after:    `{spec: {containers: [{name: app, image: nginx}]}}`,
 		},
@@ -106,7 +107,7 @@ func TestGatekeeperDifferences(t *testing.T) {
 		// change even when it writes nothing.
 		{
 			name:     "a merge of nothing creates no list element",
-			mutators: []string{podMutator(KindModifySet, "a", "spec.containers[name: sidecar].args", "{operation: merge, values: {fromList: []}}")},
+			mutators: []string{podMutator(mutationsv1.KindModifySet, "a", "spec.containers[name: sidecar].args", "{operation: merge, values: {fromList: []}}")},
 			before:   `{spec: {containers: [{name: app, image: nginx}]}}`,
 			after:    `{spec: {containers: [{name: app, image: nginx}]}}`,
 		},

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 )
 
@@ -41,7 +42,7 @@ func mustDecode(t testing.TB, doc string) *Mutator {
 // unstructured form (integers as int64).
 func obj(t testing.TB, doc string) map[string]any {
 	t.Helper()
-	var v Value
+	var v mutationsv1.Value
 	data, err := yaml.YAMLToJSON([]byte(doc))
 	if err != nil {
 		t.Fatal(err)

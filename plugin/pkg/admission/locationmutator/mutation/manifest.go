@@ -25,6 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 )
 
 // manifestKind is what Decode knows of a kind: the apiVersions Gatekeeper
@@ -35,10 +37,10 @@ type manifestKind struct {
 }
 
 var manifestKinds = map[string]manifestKind{
-	KindAssign:         {[]string{"v1", "v1beta1", "v1alpha1"}, decodeAs(NewAssign)},
-	KindAssignMetadata: {[]string{"v1", "v1beta1", "v1alpha1"}, decodeAs(NewAssignMetadata)},
-	KindModifySet:      {[]string{"v1", "v1beta1", "v1alpha1"}, decodeAs(NewModifySet)},
-	KindAssignImage:    {[]string{"v1alpha1"}, decodeAs(NewAssignImage)},
+	mutationsv1.KindAssign:         {[]string{"v1", "v1beta1", "v1alpha1"}, decodeAs(NewAssign)},
+	mutationsv1.KindAssignMetadata: {[]string{"v1", "v1beta1", "v1alpha1"}, decodeAs(NewAssignMetadata)},
+	mutationsv1.KindModifySet:      {[]string{"v1", "v1beta1", "v1alpha1"}, decodeAs(NewModifySet)},
+	mutationsv1.KindAssignImage:    {[]string{"v1alpha1"}, decodeAs(NewAssignImage)},
 }
 
 // decodeAs decodes a manifest strictly into a T and validates it with build.
@@ -57,7 +59,7 @@ func decodeAs[T any](build func(*T) (*Mutator, field.ErrorList)) func([]byte) (*
 // errors read `<Kind> "<name>": <field>: <problem>`, so a user can find the
 // manifest and the field at fault.
 func Decode(doc []byte) (*Mutator, error) {
-	data, err := yaml.YAMLToJSON(doc)
+	data, err := yaml.YAMLToJSONStrict(doc)
 	if err != nil {
 		return nil, fmt.Errorf("not a YAML or JSON document: %w", err)
 	}
@@ -95,25 +97,55 @@ func decode(data []byte) (_ *Mutator, who string, _ field.ErrorList, err error) 
 		Metadata   struct {
 			Name string `json:"name"`
 		} `json:"metadata"`
+		Status json.RawMessage `json:"status"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
 		return nil, "", nil, fmt.Errorf("not a Kubernetes object: %w", err)
 	}
 	who = fmt.Sprintf("%s %q", head.Kind, head.Metadata.Name)
+	if head.Status != nil {
+		if data, err = withoutStatus(data); err != nil {
+			return nil, who, nil, err
+		}
+	}
 	kind, ok := manifestKinds[head.Kind]
 	if !ok {
-		return nil, who, field.ErrorList{field.NotSupported(field.NewPath("kind"), head.Kind, []string{KindAssign, KindAssignImage, KindAssignMetadata, KindModifySet})}, nil
+		return nil, who, field.ErrorList{field.NotSupported(field.NewPath("kind"), head.Kind, []string{mutationsv1.KindAssign, mutationsv1.KindAssignImage, mutationsv1.KindAssignMetadata, mutationsv1.KindModifySet})}, nil
 	}
 	group, version, _ := strings.Cut(head.APIVersion, "/")
-	if group != Group || !slices.Contains(kind.versions, version) {
+	if group != mutationsv1.Group || !slices.Contains(kind.versions, version) {
 		want := make([]string, len(kind.versions))
 		for i, v := range kind.versions {
-			want[i] = Group + "/" + v
+			want[i] = mutationsv1.Group + "/" + v
 		}
 		return nil, who, field.ErrorList{field.NotSupported(field.NewPath("apiVersion"), head.APIVersion, want)}, nil
 	}
 	m, errs, err := kind.decode(data)
 	return m, who, errs, err
+}
+
+// withoutStatus drops the object's status. Status is written by the servers
+// that enforce a mutator (Gatekeeper's pods, kube-apiservers), never by its
+// author, so whatever shape it has must not stop an exported manifest or a
+// live object from loading. The other top-level fields are still checked
+// here for duplicates and strangers, and decoded strictly afterwards.
+func withoutStatus(data []byte) ([]byte, error) {
+	var obj struct {
+		manifestFields
+		Status json.RawMessage `json:"status"`
+	}
+	if err := strictUnmarshal(data, &obj); err != nil {
+		return nil, err
+	}
+	return json.Marshal(obj.manifestFields)
+}
+
+// manifestFields are the top-level fields of every mutator kind but status.
+type manifestFields struct {
+	APIVersion json.RawMessage `json:"apiVersion,omitempty"`
+	Kind       json.RawMessage `json:"kind,omitempty"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+	Spec       json.RawMessage `json:"spec,omitempty"`
 }
 
 // strictUnmarshal refuses unknown and duplicate fields and names them by

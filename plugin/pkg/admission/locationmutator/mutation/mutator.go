@@ -24,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
+	mutationsv1alpha1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
@@ -71,7 +73,7 @@ type Mutator struct {
 	nodes    []path.Node
 	// conds[i] is the pathTest condition at depth i ("" for none); nil when
 	// there are no tests.
-	conds    []Condition
+	conds    []mutationsv1.Condition
 	matcher  *match.Matcher
 	bindings []Binding // nil for AssignMetadata, which applies to every kind
 
@@ -154,7 +156,7 @@ func changesListKey(p path.Path) bool {
 	return ok && l.KeyField == o.Reference
 }
 
-func compileApplyTo(applyTo []ApplyTo, errs field.ErrorList) ([]Binding, field.ErrorList) {
+func compileApplyTo(applyTo []mutationsv1.ApplyTo, errs field.ErrorList) ([]Binding, field.ErrorList) {
 	p := field.NewPath("spec", "applyTo")
 	if len(applyTo) == 0 {
 		return nil, append(errs, field.Required(p, "list the groups, versions and kinds the mutator changes"))
@@ -224,12 +226,12 @@ func effectiveOperations(ops []string, p *field.Path) ([]string, field.ErrorList
 // depth, not by their order in the list as Gatekeeper does: a MustExist
 // deeper than a MustNotExist can never be satisfied, whichever is listed
 // first.
-func compilePathTests(tests []PathTest, loc path.Path, errs field.ErrorList) ([]Condition, field.ErrorList) {
+func compilePathTests(tests []mutationsv1.PathTest, loc path.Path, errs field.ErrorList) ([]mutationsv1.Condition, field.ErrorList) {
 	if len(tests) == 0 {
 		return nil, errs
 	}
 	p := field.NewPath("spec", "parameters", "pathTests")
-	conds := make([]Condition, len(loc.Nodes))
+	conds := make([]mutationsv1.Condition, len(loc.Nodes))
 	before := len(errs)
 	for i, t := range tests {
 		errs = addPathTest(conds, t, loc, p.Index(i), errs)
@@ -241,9 +243,9 @@ func compilePathTests(tests []PathTest, loc path.Path, errs field.ErrorList) ([]
 }
 
 // addPathTest records t at its depth in conds.
-func addPathTest(conds []Condition, t PathTest, loc path.Path, p *field.Path, errs field.ErrorList) field.ErrorList {
-	if t.Condition != MustExist && t.Condition != MustNotExist {
-		return append(errs, field.NotSupported(p.Child("condition"), t.Condition, []Condition{MustExist, MustNotExist}))
+func addPathTest(conds []mutationsv1.Condition, t mutationsv1.PathTest, loc path.Path, p *field.Path, errs field.ErrorList) field.ErrorList {
+	if t.Condition != mutationsv1.MustExist && t.Condition != mutationsv1.MustNotExist {
+		return append(errs, field.NotSupported(p.Child("condition"), t.Condition, []mutationsv1.Condition{mutationsv1.MustExist, mutationsv1.MustNotExist}))
 	}
 	sub, err := path.Parse(t.SubPath)
 	switch {
@@ -263,13 +265,13 @@ func addPathTest(conds []Condition, t PathTest, loc path.Path, p *field.Path, er
 }
 
 // checkPathTestDepths refuses a MustExist below a MustNotExist.
-func checkPathTestDepths(conds []Condition, loc path.Path, p *field.Path, errs field.ErrorList) field.ErrorList {
-	forbidden := slices.Index(conds, MustNotExist)
+func checkPathTestDepths(conds []mutationsv1.Condition, loc path.Path, p *field.Path, errs field.ErrorList) field.ErrorList {
+	forbidden := slices.Index(conds, mutationsv1.MustNotExist)
 	if forbidden < 0 {
 		return errs
 	}
 	for d := forbidden + 1; d < len(conds); d++ {
-		if conds[d] == MustExist {
+		if conds[d] == mutationsv1.MustExist {
 			errs = append(errs, field.Invalid(p, prefixString(loc, d), fmt.Sprintf("requires %q to exist below %q, which must not exist", prefixString(loc, d), prefixString(loc, forbidden))))
 		}
 	}
@@ -283,7 +285,7 @@ func prefixString(p path.Path, depth int) string {
 
 // compileAssignField validates parameters.assign. listElement says the
 // location ends in a list selector, where only a literal value can go.
-func compileAssignField(f AssignField, p *field.Path, listElement bool, errs field.ErrorList) (value any, fromMetadata string, _ field.ErrorList) {
+func compileAssignField(f mutationsv1.AssignField, p *field.Path, listElement bool, errs field.ErrorList) (value any, fromMetadata string, _ field.ErrorList) {
 	set := 0
 	for _, isSet := range []bool{f.Value != nil, f.FromMetadata != nil, f.ExternalData != nil} {
 		if isSet {
@@ -360,7 +362,7 @@ func (m *Mutator) endsInList() bool {
 
 // finish compiles what every mutator with a schema has (applyTo, pathTests
 // and match) and returns m, or nil with every problem found.
-func (m *Mutator) finish(applyTo []ApplyTo, tests []PathTest, mt match.Match, errs field.ErrorList) (*Mutator, field.ErrorList) {
+func (m *Mutator) finish(applyTo []mutationsv1.ApplyTo, tests []mutationsv1.PathTest, mt match.Match, errs field.ErrorList) (*Mutator, field.ErrorList) {
 	m.bindings, errs = compileApplyTo(applyTo, errs)
 	m.conds, errs = compilePathTests(tests, m.location, errs)
 	return m.finishMatch(mt, errs)
@@ -376,8 +378,8 @@ func (m *Mutator) finishMatch(mt match.Match, errs field.ErrorList) (*Mutator, f
 }
 
 // NewAssign validates an Assign and returns its mutator.
-func NewAssign(a *Assign) (*Mutator, field.ErrorList) {
-	m, errs := newMutator(KindAssign, a.Name, a.Spec.Location, endRule{keepKey: true})
+func NewAssign(a *mutationsv1.Assign) (*Mutator, field.ErrorList) {
+	m, errs := newMutator(mutationsv1.KindAssign, a.Name, a.Spec.Location, endRule{keepKey: true})
 	vp := field.NewPath("spec", "parameters", "assign")
 	m.value, m.fromMetadata, errs = compileAssignField(a.Spec.Parameters.Assign, vp, m.endsInList(), errs)
 	if m.endsInList() && a.Spec.Parameters.Assign.Value != nil {
@@ -406,8 +408,8 @@ func (m *Mutator) checkElementValue(p *field.Path, errs field.ErrorList) field.E
 }
 
 // NewAssignMetadata validates an AssignMetadata and returns its mutator.
-func NewAssignMetadata(a *AssignMetadata) (*Mutator, field.ErrorList) {
-	m := &Mutator{id: ID{Kind: KindAssignMetadata, Name: a.Name}}
+func NewAssignMetadata(a *mutationsv1.AssignMetadata) (*Mutator, field.ErrorList) {
+	m := &Mutator{id: ID{Kind: mutationsv1.KindAssignMetadata, Name: a.Name}}
 	errs := validateName(a.Name, nil)
 	m.location, errs = parseLocation(a.Spec.Location, errs)
 	m.nodes = m.location.Nodes
@@ -423,7 +425,7 @@ func NewAssignMetadata(a *AssignMetadata) (*Mutator, field.ErrorList) {
 	}
 	// Add-only: an existing label or annotation is never replaced, which is
 	// also what makes metadata mutators converge.
-	m.conds = []Condition{"", "", MustNotExist}
+	m.conds = []mutationsv1.Condition{"", "", mutationsv1.MustNotExist}
 	return m.finishMatch(a.Spec.Match, errs)
 }
 
@@ -453,14 +455,14 @@ func isMetadataKey(p path.Path) bool {
 // NewModifySet validates a ModifySet and returns its mutator. Its key field
 // may be the last node (`[name: x].name` as a set is odd but converges), as
 // in Gatekeeper.
-func NewModifySet(s *ModifySet) (*Mutator, field.ErrorList) {
-	m, errs := newMutator(KindModifySet, s.Name, s.Spec.Location, endRule{listEnd: "must end in a field holding the list, not in a list selector"})
+func NewModifySet(s *mutationsv1.ModifySet) (*Mutator, field.ErrorList) {
+	m, errs := newMutator(mutationsv1.KindModifySet, s.Name, s.Spec.Location, endRule{listEnd: "must end in a field holding the list, not in a list selector"})
 	switch s.Spec.Parameters.Operation {
-	case "", OperationMerge:
-	case OperationPrune:
+	case "", mutationsv1.OperationMerge:
+	case mutationsv1.OperationPrune:
 		m.prune = true
 	default:
-		errs = append(errs, field.NotSupported(field.NewPath("spec", "parameters", "operation"), s.Spec.Parameters.Operation, []string{OperationMerge, OperationPrune}))
+		errs = append(errs, field.NotSupported(field.NewPath("spec", "parameters", "operation"), s.Spec.Parameters.Operation, []string{mutationsv1.OperationMerge, mutationsv1.OperationPrune}))
 	}
 	for _, v := range s.Spec.Parameters.Values.FromList {
 		m.values = append(m.values, v.Value)
@@ -470,8 +472,8 @@ func NewModifySet(s *ModifySet) (*Mutator, field.ErrorList) {
 }
 
 // NewAssignImage validates an AssignImage and returns its mutator.
-func NewAssignImage(a *AssignImage) (*Mutator, field.ErrorList) {
-	m, errs := newMutator(KindAssignImage, a.Name, a.Spec.Location, endRule{listEnd: "must end in the field holding the image, not in a list selector", keepKey: true})
+func NewAssignImage(a *mutationsv1alpha1.AssignImage) (*Mutator, field.ErrorList) {
+	m, errs := newMutator(mutationsv1.KindAssignImage, a.Name, a.Spec.Location, endRule{listEnd: "must end in the field holding the image, not in a list selector", keepKey: true})
 	pp := a.Spec.Parameters
 	if msg := validateImageParts(pp.AssignDomain, pp.AssignPath, pp.AssignTag); msg != "" {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "parameters"), fmt.Sprintf("assignDomain=%q assignPath=%q assignTag=%q", pp.AssignDomain, pp.AssignPath, pp.AssignTag), msg))

@@ -23,16 +23,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/scalebench"
 )
 
 func modifySet(b *testing.B, location, op string, values []any) *Mutator {
-	var vs []Value
+	var vs []mutationsv1.Value
 	for _, v := range values {
-		vs = append(vs, Value{Value: v})
+		vs = append(vs, mutationsv1.Value{Value: v})
 	}
-	m, errs := NewModifySet(&ModifySet{ObjectMeta: metav1.ObjectMeta{Name: "set"}, Spec: ModifySetSpec{ApplyTo: fuzzApplyTo, Location: location,
-		Parameters: ModifySetParameters{Operation: op, Values: Values{FromList: vs}}}})
+	m, errs := NewModifySet(&mutationsv1.ModifySet{ObjectMeta: metav1.ObjectMeta{Name: "set"}, Spec: mutationsv1.ModifySetSpec{ApplyTo: fuzzApplyTo, Location: location,
+		Parameters: mutationsv1.ModifySetParameters{Operation: op, Values: mutationsv1.Values{FromList: vs}}}})
 	if len(errs) > 0 {
 		b.Fatal(errs)
 	}
@@ -52,8 +53,8 @@ func BenchmarkModifySetScale(b *testing.B) {
 			values[i] = fmt.Sprintf("--flag-%d", i+n/2)
 			args[i] = list[i].(string)
 		}
-		merge := modifySet(b, "spec.args", OperationMerge, values)
-		prune := modifySet(b, "spec.args", OperationPrune, values)
+		merge := modifySet(b, "spec.args", mutationsv1.OperationMerge, values)
+		prune := modifySet(b, "spec.args", mutationsv1.OperationPrune, values)
 		// list is full (len == cap): a merge appends to a new array and
 		// leaves it as it is for the next round.
 		b.Run(fmt.Sprintf("merge/items-%d", n), func(b *testing.B) {
@@ -70,7 +71,7 @@ func BenchmarkModifySetScale(b *testing.B) {
 				}
 			})
 		})
-		typed := modifySet(b, "spec.containers[name: c].args", OperationMerge, values)
+		typed := modifySet(b, "spec.containers[name: c].args", mutationsv1.OperationMerge, values)
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}
 		target := typedTarget(pod, podTarget().GVK)
 		b.Run(fmt.Sprintf("typed-merge/items-%d", n), func(b *testing.B) {
@@ -169,8 +170,8 @@ func BenchmarkAssignMetadataScale(b *testing.B) {
 }
 
 func assignMetadata(b *testing.B, location, value string) *Mutator {
-	m, errs := NewAssignMetadata(&AssignMetadata{ObjectMeta: metav1.ObjectMeta{Name: location}, Spec: AssignMetadataSpec{Location: location,
-		Parameters: MetadataParameters{Assign: AssignField{Value: &Value{Value: value}}}}})
+	m, errs := NewAssignMetadata(&mutationsv1.AssignMetadata{ObjectMeta: metav1.ObjectMeta{Name: location}, Spec: mutationsv1.AssignMetadataSpec{Location: location,
+		Parameters: mutationsv1.MetadataParameters{Assign: mutationsv1.AssignField{Value: &mutationsv1.Value{Value: value}}}}})
 	if len(errs) > 0 {
 		b.Fatal(errs)
 	}

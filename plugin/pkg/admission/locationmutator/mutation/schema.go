@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strings"
 
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
 
@@ -52,9 +53,9 @@ func (t impliedType) String() string {
 
 func (m *Mutator) terminalType() impliedType {
 	switch m.id.Kind {
-	case KindModifySet:
+	case mutationsv1.KindModifySet:
 		return impliedType{kind: "set"}
-	case KindAssignImage:
+	case mutationsv1.KindAssignImage:
 		// A string, and nothing may be written below it.
 		return impliedType{kind: "string"}
 	}

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"reflect"
 
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
 
@@ -210,7 +211,7 @@ func (m *Mutator) planWrite(p *typedPlan, ft reflect.Type, omitEmpty, mapEntry b
 		return unsupported("the field is an interface")
 	}
 	switch m.id.Kind {
-	case KindAssign, KindAssignMetadata:
+	case mutationsv1.KindAssign, mutationsv1.KindAssignMetadata:
 		if m.fromMetadata != "" {
 			if ft.Kind() != reflect.String || !plainScalar(ft) {
 				return unsupported("fromMetadata into a %v", ft)
@@ -238,7 +239,7 @@ func (m *Mutator) planWrite(p *typedPlan, ft reflect.Type, omitEmpty, mapEntry b
 		}
 		return nil
 
-	case KindModifySet:
+	case mutationsv1.KindModifySet:
 		if mapEntry || ft.Kind() != reflect.Slice || hasOwnForm(ft) || ft.Elem().Kind() != reflect.String || !plainScalar(ft.Elem()) {
 			return unsupported("ModifySet on a %v", ft)
 		}
@@ -256,7 +257,7 @@ func (m *Mutator) planWrite(p *typedPlan, ft reflect.Type, omitEmpty, mapEntry b
 		p.write = writeModifySet
 		return nil
 
-	case KindAssignImage:
+	case mutationsv1.KindAssignImage:
 		if mapEntry || ft.Kind() != reflect.String || !plainScalar(ft) {
 			return unsupported("AssignImage on a %v", ft)
 		}

@@ -33,6 +33,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
+	mutationsv1alpha1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
@@ -45,7 +47,7 @@ import (
 
 var (
 	deployGVK    = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-	typedApplyTo = []ApplyTo{
+	typedApplyTo = []mutationsv1.ApplyTo{
 		{Groups: []string{""}, Versions: []string{"v1"}, Kinds: []string{"Pod"}},
 		{Groups: []string{"apps"}, Versions: []string{"v1"}, Kinds: []string{"Deployment"}},
 	}
@@ -210,52 +212,52 @@ func typedMutator(s *bytesSource, i int, deploy bool, prev *[2]any) *Mutator {
 		leaf, _ = prev[1].(reflect.Type)
 	}
 	prev[0], prev[1] = loc, leaf
-	var tests []PathTest
+	var tests []mutationsv1.PathTest
 	if p, err := path.Parse(loc); err == nil && s.next(3) == 0 {
 		d := s.next(len(p.Nodes))
-		cond := MustExist
+		cond := mutationsv1.MustExist
 		if s.next(2) == 0 {
-			cond = MustNotExist
+			cond = mutationsv1.MustNotExist
 		}
-		tests = append(tests, PathTest{SubPath: path.Path{Nodes: p.Nodes[:d+1]}.String(), Condition: cond})
+		tests = append(tests, mutationsv1.PathTest{SubPath: path.Path{Nodes: p.Nodes[:d+1]}.String(), Condition: cond})
 	}
 	var m *Mutator
 	switch s.next(6) {
 	case 0, 1:
-		field := AssignField{Value: &Value{Value: fittingValue(s, leaf)}}
+		field := mutationsv1.AssignField{Value: &mutationsv1.Value{Value: fittingValue(s, leaf)}}
 		if s.next(4) == 1 {
-			field = AssignField{FromMetadata: &FromMetadata{Field: []string{"name", "namespace"}[s.next(2)]}}
+			field = mutationsv1.AssignField{FromMetadata: &mutationsv1.FromMetadata{Field: []string{"name", "namespace"}[s.next(2)]}}
 		}
-		m, _ = NewAssign(&Assign{ObjectMeta: meta, Spec: AssignSpec{ApplyTo: typedApplyTo, Location: loc,
-			Parameters: AssignParameters{PathTests: tests, Assign: field}}})
+		m, _ = NewAssign(&mutationsv1.Assign{ObjectMeta: meta, Spec: mutationsv1.AssignSpec{ApplyTo: typedApplyTo, Location: loc,
+			Parameters: mutationsv1.AssignParameters{PathTests: tests, Assign: field}}})
 	case 2:
-		var vals []Value
+		var vals []mutationsv1.Value
 		for j := s.next(3); j >= 0; j-- {
 			v := any([]string{"--v=2", "-x", "a", ""}[s.next(4)])
 			if s.next(8) == 0 {
 				v = typedValue(s, 1)
 			}
-			vals = append(vals, Value{Value: v})
+			vals = append(vals, mutationsv1.Value{Value: v})
 		}
-		op := OperationMerge
+		op := mutationsv1.OperationMerge
 		if s.next(2) == 0 {
-			op = OperationPrune
+			op = mutationsv1.OperationPrune
 		}
-		m, _ = NewModifySet(&ModifySet{ObjectMeta: meta, Spec: ModifySetSpec{ApplyTo: typedApplyTo, Location: loc,
-			Parameters: ModifySetParameters{PathTests: tests, Operation: op, Values: Values{FromList: vals}}}})
+		m, _ = NewModifySet(&mutationsv1.ModifySet{ObjectMeta: meta, Spec: mutationsv1.ModifySetSpec{ApplyTo: typedApplyTo, Location: loc,
+			Parameters: mutationsv1.ModifySetParameters{PathTests: tests, Operation: op, Values: mutationsv1.Values{FromList: vals}}}})
 	case 3:
-		m, _ = NewAssignImage(&AssignImage{ObjectMeta: meta, Spec: AssignImageSpec{ApplyTo: typedApplyTo, Location: loc,
-			Parameters: AssignImageParameters{PathTests: tests, AssignDomain: []string{"", "r.io"}[s.next(2)], AssignTag: []string{":v1", ""}[s.next(2)], AssignPath: []string{"", "lib/app"}[s.next(2)]}}})
+		m, _ = NewAssignImage(&mutationsv1alpha1.AssignImage{ObjectMeta: meta, Spec: mutationsv1.AssignImageSpec{ApplyTo: typedApplyTo, Location: loc,
+			Parameters: mutationsv1.AssignImageParameters{PathTests: tests, AssignDomain: []string{"", "r.io"}[s.next(2)], AssignTag: []string{":v1", ""}[s.next(2)], AssignPath: []string{"", "lib/app"}[s.next(2)]}}})
 	default:
-		var field AssignField
+		var field mutationsv1.AssignField
 		if s.next(3) == 0 {
-			field = AssignField{FromMetadata: &FromMetadata{Field: []string{"name", "namespace"}[s.next(2)]}}
+			field = mutationsv1.AssignField{FromMetadata: &mutationsv1.FromMetadata{Field: []string{"name", "namespace"}[s.next(2)]}}
 		} else {
-			field = AssignField{Value: &Value{Value: []string{"v", "", "platform"}[s.next(3)]}}
+			field = mutationsv1.AssignField{Value: &mutationsv1.Value{Value: []string{"v", "", "platform"}[s.next(3)]}}
 		}
-		m, _ = NewAssignMetadata(&AssignMetadata{ObjectMeta: meta, Spec: AssignMetadataSpec{
+		m, _ = NewAssignMetadata(&mutationsv1.AssignMetadata{ObjectMeta: meta, Spec: mutationsv1.AssignMetadataSpec{
 			Location:   "metadata." + []string{"labels", "annotations"}[s.next(2)] + "." + typedLabelNames[s.next(len(typedLabelNames))],
-			Parameters: MetadataParameters{Assign: field}}})
+			Parameters: mutationsv1.MetadataParameters{Assign: field}}})
 	}
 	return m
 }
@@ -496,7 +498,7 @@ func TestTypedDifferential(t *testing.T) {
 
 func podMutator(kind, name, location, params string) string {
 	api := "v1"
-	if kind == KindAssignImage {
+	if kind == mutationsv1.KindAssignImage {
 		api = "v1alpha1"
 	}
 	return fmt.Sprintf(`apiVersion: mutations.gatekeeper.sh/%s
@@ -524,23 +526,23 @@ func testPod() *corev1.Pod {
 // path.
 func TestTypedSupported(t *testing.T) {
 	tests := []struct{ name, doc string }{
-		{"scalar in a glob", podMutator(KindAssign, "a", "spec.containers[name:*].imagePullPolicy", "{assign: {value: Always}}")},
-		{"keyed element created", podMutator(KindAssign, "a", "spec.containers[name: app].env[name: B].value", "{assign: {value: x}}")},
-		{"keyed element exists", podMutator(KindAssign, "a", "spec.containers[name: app].env[name: A].value", "{assign: {value: x}}")},
-		{"integer key", podMutator(KindAssign, "a", "spec.containers[name: proxy].ports[containerPort: 8080].protocol", "{assign: {value: UDP}}")},
-		{"integer key created", podMutator(KindAssign, "a", "spec.containers[name: proxy].ports[containerPort: 9090].name", "{assign: {value: metrics}}")},
-		{"pointer parent created", podMutator(KindAssign, "a", "spec.securityContext.runAsNonRoot", "{assign: {value: true}}")},
-		{"pointer scalar", podMutator(KindAssign, "a", "spec.terminationGracePeriodSeconds", "{assign: {value: 30}}")},
-		{"pointer scalar unchanged", podMutator(KindAssign, "a", "spec.containers[name: proxy].securityContext.allowPrivilegeEscalation", "{assign: {value: false}}")},
-		{"struct value", podMutator(KindAssign, "a", "spec.securityContext", "{assign: {value: {runAsUser: 1000, runAsNonRoot: true}}}")},
-		{"default if unset", podMutator(KindAssign, "a", "spec.containers[name:*].imagePullPolicy", "{pathTests: [{subPath: 'spec.containers[name:*].imagePullPolicy', condition: MustNotExist}], assign: {value: Always}}")},
-		{"new container", podMutator(KindAssign, "a", "spec.containers[name: side].image", "{assign: {value: x}}")},
-		{"must exist stops creation", podMutator(KindAssign, "a", "spec.containers[name: side].image", "{pathTests: [{subPath: 'spec.containers[name: side]', condition: MustExist}], assign: {value: x}}")},
-		{"fromMetadata", podMutator(KindAssign, "a", "spec.containers[name: app].env[name: NS].value", "{assign: {fromMetadata: {field: namespace}}}")},
-		{"map entry", podMutator(KindAssign, "a", "spec.nodeSelector.zone", "{assign: {value: a}}")},
-		{"prune", podMutator(KindModifySet, "a", "spec.containers[name:*].args", "{operation: prune, values: {fromList: [--v=2]}}")},
-		{"merge", podMutator(KindModifySet, "a", "spec.containers[name:*].args", "{values: {fromList: [-x, -x, --v=2]}}")},
-		{"image", podMutator(KindAssignImage, "a", "spec.containers[name:*].image", "{assignDomain: mirror.example.com}")},
+		{"scalar in a glob", podMutator(mutationsv1.KindAssign, "a", "spec.containers[name:*].imagePullPolicy", "{assign: {value: Always}}")},
+		{"keyed element created", podMutator(mutationsv1.KindAssign, "a", "spec.containers[name: app].env[name: B].value", "{assign: {value: x}}")},
+		{"keyed element exists", podMutator(mutationsv1.KindAssign, "a", "spec.containers[name: app].env[name: A].value", "{assign: {value: x}}")},
+		{"integer key", podMutator(mutationsv1.KindAssign, "a", "spec.containers[name: proxy].ports[containerPort: 8080].protocol", "{assign: {value: UDP}}")},
+		{"integer key created", podMutator(mutationsv1.KindAssign, "a", "spec.containers[name: proxy].ports[containerPort: 9090].name", "{assign: {value: metrics}}")},
+		{"pointer parent created", podMutator(mutationsv1.KindAssign, "a", "spec.securityContext.runAsNonRoot", "{assign: {value: true}}")},
+		{"pointer scalar", podMutator(mutationsv1.KindAssign, "a", "spec.terminationGracePeriodSeconds", "{assign: {value: 30}}")},
+		{"pointer scalar unchanged", podMutator(mutationsv1.KindAssign, "a", "spec.containers[name: proxy].securityContext.allowPrivilegeEscalation", "{assign: {value: false}}")},
+		{"struct value", podMutator(mutationsv1.KindAssign, "a", "spec.securityContext", "{assign: {value: {runAsUser: 1000, runAsNonRoot: true}}}")},
+		{"default if unset", podMutator(mutationsv1.KindAssign, "a", "spec.containers[name:*].imagePullPolicy", "{pathTests: [{subPath: 'spec.containers[name:*].imagePullPolicy', condition: MustNotExist}], assign: {value: Always}}")},
+		{"new container", podMutator(mutationsv1.KindAssign, "a", "spec.containers[name: side].image", "{assign: {value: x}}")},
+		{"must exist stops creation", podMutator(mutationsv1.KindAssign, "a", "spec.containers[name: side].image", "{pathTests: [{subPath: 'spec.containers[name: side]', condition: MustExist}], assign: {value: x}}")},
+		{"fromMetadata", podMutator(mutationsv1.KindAssign, "a", "spec.containers[name: app].env[name: NS].value", "{assign: {fromMetadata: {field: namespace}}}")},
+		{"map entry", podMutator(mutationsv1.KindAssign, "a", "spec.nodeSelector.zone", "{assign: {value: a}}")},
+		{"prune", podMutator(mutationsv1.KindModifySet, "a", "spec.containers[name:*].args", "{operation: prune, values: {fromList: [--v=2]}}")},
+		{"merge", podMutator(mutationsv1.KindModifySet, "a", "spec.containers[name:*].args", "{values: {fromList: [-x, -x, --v=2]}}")},
+		{"image", podMutator(mutationsv1.KindAssignImage, "a", "spec.containers[name:*].image", "{assignDomain: mirror.example.com}")},
 		{"label", `apiVersion: mutations.gatekeeper.sh/v1
 kind: AssignMetadata
 metadata: {name: a}
@@ -564,28 +566,28 @@ spec:
 
 // What falls back, and why.
 func TestTypedFallsBack(t *testing.T) {
-	prune := mustDecode(t, podMutator(KindModifySet, "a-prune", "spec.containers[name:*].args", "{operation: prune, values: {fromList: [--v=2]}}"))
+	prune := mustDecode(t, podMutator(mutationsv1.KindModifySet, "a-prune", "spec.containers[name:*].args", "{operation: prune, values: {fromList: [--v=2]}}"))
 	// After the prune, the map holds args: [] (present) while the typed
 	// pod's empty omitempty list is missing: this MustExist would tell.
-	merge := mustDecode(t, podMutator(KindModifySet, "b-merge", "spec.containers[name:*].args", "{pathTests: [{subPath: 'spec.containers[name:*].args', condition: MustExist}], values: {fromList: [-x]}}"))
+	merge := mustDecode(t, podMutator(mutationsv1.KindModifySet, "b-merge", "spec.containers[name:*].args", "{pathTests: [{subPath: 'spec.containers[name:*].args', condition: MustExist}], values: {fromList: [-x]}}"))
 	tests := []struct {
 		name string
 		ms   []*Mutator
 		want string
 	}{
-		{"string key on an integer field", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", `spec.containers[name: proxy].ports[containerPort: "8080"].protocol`, "{assign: {value: UDP}}"))}, "does not fit a int32"},
-		{"value of the wrong type", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", "spec.terminationGracePeriodSeconds", "{assign: {value: soon}}"))}, "does not decode"},
-		{"value out of range", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", "spec.containers[name:*].ports[containerPort: 80].hostPort", "{assign: {value: 1099511627776}}"))}, "does not read back"},
-		{"unknown field dropped by the decoder", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", "spec.containers[name:*].colour", "{assign: {value: red}}"))}, `no field "colour"`},
-		{"empty value left out by omitempty", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", "spec.hostname", `{assign: {value: ""}}`))}, "does not read back"},
-		{"whole list element", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", "spec.containers[name: side]", "{assign: {value: {name: side, image: x}}}"))}, "whole list element"},
-		{"new port reads with containerPort: 0", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", "spec.containers[name: app].ports[name: http].protocol", "{assign: {value: TCP}}"))}, "would also read with containerPort: 0"},
-		{"new container's resources: {} looked at", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", "spec.containers[name: side].image", "{assign: {value: x}}")),
-			mustDecode(t, podMutator(KindAssign, "b", "spec.containers[name:*].resources.claims[name: c].request", "{pathTests: [{subPath: 'spec.containers[name:*].resources', condition: MustExist}], assign: {value: x}}"))}, "looks at spec.containers[name: *].resources"},
-		{"quantity on the way", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", "spec.overhead.cpu.x", "{assign: {value: x}}"))}, "not an object"},
-		{"inline TypeMeta", []*Mutator{mustDecode(t, podMutator(KindAssign, "a", "kind", "{assign: {value: x}}"))}, "inlines"},
-		{"ModifySet on structured elements", []*Mutator{mustDecode(t, podMutator(KindModifySet, "a", "spec.containers[name:*].env", "{values: {fromList: [{name: B}]}}"))}, "ModifySet on a []v1.EnvVar"},
-		{"ModifySet of a number", []*Mutator{mustDecode(t, podMutator(KindModifySet, "a", "spec.containers[name:*].args", "{values: {fromList: [1]}}"))}, "ModifySet of a number"},
+		{"string key on an integer field", []*Mutator{mustDecode(t, podMutator(mutationsv1.KindAssign, "a", `spec.containers[name: proxy].ports[containerPort: "8080"].protocol`, "{assign: {value: UDP}}"))}, "does not fit a int32"},
+		{"value of the wrong type", []*Mutator{mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "spec.terminationGracePeriodSeconds", "{assign: {value: soon}}"))}, "does not decode"},
+		{"value out of range", []*Mutator{mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "spec.containers[name:*].ports[containerPort: 80].hostPort", "{assign: {value: 1099511627776}}"))}, "does not read back"},
+		{"unknown field dropped by the decoder", []*Mutator{mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "spec.containers[name:*].colour", "{assign: {value: red}}"))}, `no field "colour"`},
+		{"empty value left out by omitempty", []*Mutator{mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "spec.hostname", `{assign: {value: ""}}`))}, "does not read back"},
+		{"whole list element", []*Mutator{mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "spec.containers[name: side]", "{assign: {value: {name: side, image: x}}}"))}, "whole list element"},
+		{"new port reads with containerPort: 0", []*Mutator{mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "spec.containers[name: app].ports[name: http].protocol", "{assign: {value: TCP}}"))}, "would also read with containerPort: 0"},
+		{"new container's resources: {} looked at", []*Mutator{mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "spec.containers[name: side].image", "{assign: {value: x}}")),
+			mustDecode(t, podMutator(mutationsv1.KindAssign, "b", "spec.containers[name:*].resources.claims[name: c].request", "{pathTests: [{subPath: 'spec.containers[name:*].resources', condition: MustExist}], assign: {value: x}}"))}, "looks at spec.containers[name: *].resources"},
+		{"quantity on the way", []*Mutator{mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "spec.overhead.cpu.x", "{assign: {value: x}}"))}, "not an object"},
+		{"inline TypeMeta", []*Mutator{mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "kind", "{assign: {value: x}}"))}, "inlines"},
+		{"ModifySet on structured elements", []*Mutator{mustDecode(t, podMutator(mutationsv1.KindModifySet, "a", "spec.containers[name:*].env", "{values: {fromList: [{name: B}]}}"))}, "ModifySet on a []v1.EnvVar"},
+		{"ModifySet of a number", []*Mutator{mustDecode(t, podMutator(mutationsv1.KindModifySet, "a", "spec.containers[name:*].args", "{values: {fromList: [1]}}"))}, "ModifySet of a number"},
 		{"prune next to a reader of the same field", []*Mutator{prune, merge}, "prunes a field"},
 	}
 	for _, tt := range tests {
@@ -605,7 +607,7 @@ func TestTypedFallsBack(t *testing.T) {
 
 	// An empty name written by fromMetadata into an omitempty field is
 	// known before anything changes.
-	m := mustDecode(t, podMutator(KindAssign, "a", "spec.hostname", "{assign: {fromMetadata: {field: name}}}"))
+	m := mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "spec.hostname", "{assign: {fromMetadata: {field: name}}}"))
 	pod := testPod()
 	pod.Name, pod.GenerateName = "", "web-"
 	if _, err := MutateTyped([]*Mutator{m}, pod, typedTarget(pod, podTarget().GVK)); !errors.Is(err, ErrTypedUnsupported) {

@@ -17,9 +17,10 @@ limitations under the License.
 package mutation
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
+
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 )
 
 func TestDecodeRejects(t *testing.T) {
@@ -191,19 +192,49 @@ spec:
 	}
 }
 
-// YAML turns a number beyond float64 into a string before it gets here (so
-// kubectl does the same for Gatekeeper); JSON decoded directly must fail as
-// encoding/json does, not change type.
-func TestValueNumbers(t *testing.T) {
-	var v Value
-	if err := json.Unmarshal([]byte(`{"a": [1e400]}`), &v); err == nil || !strings.Contains(err.Error(), "1e400") {
-		t.Fatalf("error %v, value %#v", err, v.Value)
+// Status is written by the servers that enforce a mutator, so no shape of it
+// may stop a manifest from loading; the rest of the object stays strict.
+func TestDecodeIgnoresStatus(t *testing.T) {
+	const head = "apiVersion: mutations.gatekeeper.sh/v1\nkind: Assign\nmetadata: {name: a}\n"
+	const spec = "spec:\n  applyTo: [{groups: [''], versions: [v1], kinds: [Pod]}]\n  location: spec.x\n  parameters: {assign: {value: 1}}\n"
+	tests := []struct {
+		name   string
+		doc    string
+		errSub string // "" when the manifest must load
+	}{
+		{"Gatekeeper's status", head + spec + `status:
+  byPod:
+  - id: gatekeeper-controller-manager-6bcc7f8fb5-4nbkt
+    mutatorUID: 2f5b0b1e-7f0e-4b8c-9d0a-6f1c2d3e4f50
+    observedGeneration: 3
+    operations: [mutation-status, mutation-webhook]
+    enforced: false
+    errors:
+    - type: schema_conflict
+      message: conflicts with ModifySet "args"
+`, ""},
+		{"a field this version does not know", head + spec + "status: {byPod: [{id: x, reason: new}], summary: {}}\n", ""},
+		{"not an object", head + spec + "status: enforced\n", ""},
+		{"null", head + spec + "status: null\n", ""},
+		{"status first", head + "status: {byPod: []}\n" + spec, ""},
+		{"JSON", `{"apiVersion":"mutations.gatekeeper.sh/v1","kind":"Assign","metadata":{"name":"a"},"status":{"byPod":[{"id":"x","enforced":true}]},"spec":{"applyTo":[{"groups":[""],"versions":["v1"],"kinds":["Pod"]}],"location":"spec.x","parameters":{"assign":{"value":1}}}}`, ""},
+		{"duplicate field beside a status", head + spec + "status: {}\nspec: {}\n", `"spec" already set`},
+		{"duplicate nested field", head + spec + "  location: spec.y\n", `"location" already set`},
+		{"duplicate JSON field", `{"apiVersion":"mutations.gatekeeper.sh/v1","kind":"Assign","metadata":{"name":"a"},"spec":{},"status":{},"spec":{}}`, `"spec" already set`},
+		{"unknown field beside a status", head + spec + "  paramters: {}\nstatus: {byPod: []}\n", `unknown field "spec.paramters"`},
+		{"invalid spec beside a status", head + "spec: {location: spec.x, parameters: {assign: {value: 1}}}\nstatus: {byPod: []}\n", "spec.applyTo: Required"},
 	}
-	if err := json.Unmarshal([]byte(`{"i": 80, "f": 80.0, "h": 0.5, "big": 9223372036854775808}`), &v); err != nil {
-		t.Fatal(err)
-	}
-	m := v.Value.(map[string]any)
-	if m["i"] != int64(80) || m["f"] != int64(80) || m["h"] != 0.5 || m["big"] != 9223372036854775808.0 {
-		t.Fatalf("numbers %#v", m)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Decode([]byte(tc.doc))
+			switch {
+			case tc.errSub == "" && err != nil:
+				t.Fatalf("Decode: %v", err)
+			case tc.errSub == "" && m.ID() != (ID{Kind: mutationsv1.KindAssign, Name: "a"}):
+				t.Fatalf("decoded %v", m.ID())
+			case tc.errSub != "" && (err == nil || !strings.Contains(err.Error(), tc.errSub)):
+				t.Fatalf("Decode error %v, want one containing %q", err, tc.errSub)
+			}
+		})
 	}
 }

@@ -24,6 +24,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 )
 
 // keyValue draws a JSON value from s, with the shapes jsonEqual tells
@@ -135,18 +137,18 @@ func checkKeysAndModifySet(t *testing.T, data []byte) {
 	sameKeyAsEqual(t, a, b)
 	sameKeyAsEqual(t, a, deepCopyJSON(a))
 
-	var values []Value
+	var values []mutationsv1.Value
 	for i := s.next(5); i > 0; i-- {
-		values = append(values, Value{Value: keyValue(s, 1)})
+		values = append(values, mutationsv1.Value{Value: keyValue(s, 1)})
 	}
 	var list []any
 	for i := s.next(6); i > 0; i-- {
 		list = append(list, keyValue(s, 1))
 	}
 	exists := s.next(4) != 0
-	for _, op := range []string{OperationMerge, OperationPrune} {
-		m, errs := NewModifySet(&ModifySet{ObjectMeta: metav1.ObjectMeta{Name: "set"}, Spec: ModifySetSpec{ApplyTo: fuzzApplyTo, Location: "spec.list",
-			Parameters: ModifySetParameters{Operation: op, Values: Values{FromList: values}}}})
+	for _, op := range []string{mutationsv1.OperationMerge, mutationsv1.OperationPrune} {
+		m, errs := NewModifySet(&mutationsv1.ModifySet{ObjectMeta: metav1.ObjectMeta{Name: "set"}, Spec: mutationsv1.ModifySetSpec{ApplyTo: fuzzApplyTo, Location: "spec.list",
+			Parameters: mutationsv1.ModifySetParameters{Operation: op, Values: mutationsv1.Values{FromList: values}}}})
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}

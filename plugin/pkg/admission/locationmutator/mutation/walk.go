@@ -19,6 +19,7 @@ package mutation
 import (
 	"fmt"
 
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
 
@@ -48,9 +49,9 @@ func (m *Mutator) allowed(i int, exists bool) bool {
 		return true
 	}
 	switch m.conds[i] {
-	case MustExist:
+	case mutationsv1.MustExist:
 		return exists
-	case MustNotExist:
+	case mutationsv1.MustNotExist:
 		return !exists
 	}
 	return true
@@ -239,7 +240,7 @@ func (m *Mutator) appendElement(list []any, n path.List, i int, md Metadata) (an
 // set computes the value for the last node.
 func (m *Mutator) set(cur any, exists bool, i int, md Metadata) (any, bool, error) {
 	switch m.id.Kind {
-	case KindAssign, KindAssignMetadata:
+	case mutationsv1.KindAssign, mutationsv1.KindAssignMetadata:
 		if m.fromMetadata != "" {
 			v := m.metadataValue(md)
 			if s, ok := cur.(string); exists && ok && s == v {
@@ -252,7 +253,7 @@ func (m *Mutator) set(cur any, exists bool, i int, md Metadata) (any, bool, erro
 		}
 		return deepCopyJSON(m.value), true, nil
 
-	case KindModifySet:
+	case mutationsv1.KindModifySet:
 		if !exists {
 			if m.prune || len(m.values) == 0 {
 				return cur, false, nil
@@ -274,7 +275,7 @@ func (m *Mutator) set(cur any, exists bool, i int, md Metadata) (any, bool, erro
 		merged, changed := m.valueIndex.mergeInto(list)
 		return merged, changed, nil
 
-	case KindAssignImage:
+	case mutationsv1.KindAssignImage:
 		s := ""
 		if exists {
 			var ok bool
