@@ -75,6 +75,7 @@ type Server struct {
 	Host    string
 	CAFile  string
 
+	args   []string
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -136,30 +137,42 @@ func StartIn(dir string, cfg Config) (*Server, error) {
 	}
 	args = append(args, cfg.Args...)
 
+	s := &Server{
+		DataDir: dir,
+		Host:    "https://127.0.0.1:" + strconv.Itoa(ports[0]),
+		CAFile:  filepath.Join(dir, "certs", "apiserver.crt"),
+		args:    args,
+	}
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// start runs the server with its flags and waits until it is ready.
+func (s *Server) start() error {
 	o := apiserver.NewOptions()
 	fs := pflag.NewFlagSet("admitkit-apiserver", pflag.ContinueOnError)
 	for _, f := range o.Flags().FlagSets {
 		fs.AddFlagSet(f)
 	}
-	if err := fs.Parse(args); err != nil {
-		return nil, err
+	if err := fs.Parse(s.args); err != nil {
+		return err
 	}
-
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{
-		DataDir: dir,
-		Host:    "https://127.0.0.1:" + strconv.Itoa(ports[0]),
-		CAFile:  filepath.Join(dir, "certs", "apiserver.crt"),
-		cancel:  cancel,
-		done:    make(chan error, 1),
-	}
+	s.cancel = cancel
+	s.done = make(chan error, 1)
 	go func() { s.done <- o.Run(ctx) }()
 	if err := s.waitReady(2 * time.Minute); err != nil {
 		cancel()
-		return nil, err
+		return err
 	}
-	return s, nil
+	return nil
 }
+
+// Restart starts a stopped server again, with the same flags, data and
+// port, and waits until it is ready.
+func (s *Server) Restart() error { return s.start() }
 
 func (s *Server) waitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
