@@ -17,6 +17,7 @@ limitations under the License.
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,7 +55,9 @@ func startEtcd(dir string, noFsync bool) (*embed.Etcd, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if err := embeddedetcd.Wait(e, 60*time.Second); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := embeddedetcd.Wait(ctx, e); err != nil {
 		e.Close()
 		return nil, "", err
 	}

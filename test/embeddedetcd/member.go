@@ -21,6 +21,7 @@ limitations under the License.
 package embeddedetcd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -29,7 +30,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
 )
@@ -54,6 +54,32 @@ type Member struct {
 type Peer struct {
 	Name     string
 	PeerPort int
+}
+
+// Ports are a member's client and peer ports on 127.0.0.1.
+type Ports struct {
+	Client, Peer int
+}
+
+// NewCluster describes a cluster of one member per ports entry, named
+// etcd-1, etcd-2, ..., each with its data in dir/<name>.
+func NewCluster(dir string, ports []Ports, unsafeNoFsync bool) []Member {
+	peers := make([]Peer, len(ports))
+	for i, p := range ports {
+		peers[i] = Peer{Name: "etcd-" + strconv.Itoa(i+1), PeerPort: p.Peer}
+	}
+	members := make([]Member, len(ports))
+	for i, p := range ports {
+		members[i] = Member{
+			Name:          peers[i].Name,
+			Dir:           filepath.Join(dir, peers[i].Name),
+			ClientPort:    p.Client,
+			PeerPort:      p.Peer,
+			Cluster:       peers,
+			UnsafeNoFsync: unsafeNoFsync,
+		}
+	}
+	return members
 }
 
 // ClientURL is the URL clients such as kube-apiserver use.
@@ -108,16 +134,16 @@ func Start(m Member) (*embed.Etcd, error) {
 }
 
 // Wait waits until the member serves clients, which for a cluster means a
-// quorum runs and has a leader.
-func Wait(e *embed.Etcd, timeout time.Duration) error {
+// quorum runs and has a leader, or until ctx ends.
+func Wait(ctx context.Context, e *embed.Etcd) error {
 	cfg := e.Config()
 	select {
 	case <-e.Server.ReadyNotify():
 		return nil
 	case err := <-e.Err():
 		return fmt.Errorf("etcd member %s: %w", cfg.Name, err)
-	case <-time.After(timeout):
-		return fmt.Errorf("etcd member %s was not ready after %s (see %s)", cfg.Name, timeout, strings.Join(cfg.LogOutputs, ", "))
+	case <-ctx.Done():
+		return fmt.Errorf("etcd member %s was not ready (see %s): %w", cfg.Name, strings.Join(cfg.LogOutputs, ", "), context.Cause(ctx))
 	}
 }
 

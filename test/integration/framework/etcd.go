@@ -17,9 +17,9 @@ limitations under the License.
 package framework
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -50,21 +50,11 @@ func StartEtcdCluster(dir string, n int) (*EtcdCluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	peers := make([]embeddedetcd.Peer, n)
-	for i := range peers {
-		peers[i] = embeddedetcd.Peer{Name: fmt.Sprintf("etcd-%d", i+1), PeerPort: ports[2*i+1]}
+	memberPorts := make([]embeddedetcd.Ports, n)
+	for i := range memberPorts {
+		memberPorts[i] = embeddedetcd.Ports{Client: ports[2*i], Peer: ports[2*i+1]}
 	}
-	c := &EtcdCluster{running: make([]*embed.Etcd, n)}
-	for i, p := range peers {
-		c.members = append(c.members, embeddedetcd.Member{
-			Name:          p.Name,
-			Dir:           filepath.Join(dir, p.Name),
-			ClientPort:    ports[2*i],
-			PeerPort:      p.PeerPort,
-			Cluster:       peers,
-			UnsafeNoFsync: true,
-		})
-	}
+	c := &EtcdCluster{members: embeddedetcd.NewCluster(dir, memberPorts, true), running: make([]*embed.Etcd, n)}
 	// A new member is ready only once a quorum runs: start all, then wait.
 	for i, m := range c.members {
 		e, err := embeddedetcd.Start(m)
@@ -74,8 +64,10 @@ func StartEtcdCluster(dir string, n int) (*EtcdCluster, error) {
 		}
 		c.running[i] = e
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), etcdReadyTimeout)
+	defer cancel()
 	for _, e := range c.running {
-		if err := embeddedetcd.Wait(e, etcdReadyTimeout); err != nil {
+		if err := embeddedetcd.Wait(ctx, e); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -137,7 +129,9 @@ func (c *EtcdCluster) Restart(i int) error {
 	if err != nil {
 		return err
 	}
-	if err := embeddedetcd.Wait(e, etcdReadyTimeout); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), etcdReadyTimeout)
+	defer cancel()
+	if err := embeddedetcd.Wait(ctx, e); err != nil {
 		e.Close()
 		return err
 	}
