@@ -302,6 +302,8 @@ func TestPropagationWindow(t *testing.T) {
 	waitForPreset(t, clientB, ns, pod, "podpreset-window", true)
 
 	windows := make([]time.Duration, 0, propagationTries)
+	// already counts the tries where the first pod sent to B had it.
+	already := 0
 	for try := 1; try <= propagationTries; try++ {
 		value := fmt.Sprint(try)
 		patch := fmt.Sprintf(`{"spec":{"env":[{"name":"TRY","value":%q}]}}`, value)
@@ -311,7 +313,7 @@ func TestPropagationWindow(t *testing.T) {
 		written := time.Now()
 		// The window ends when the first pod sent to B after the write
 		// comes back with the new value: B enforced it by then.
-		for {
+		for first := true; ; first = false {
 			sent := time.Now()
 			out, err := probe(ctx, clientB, ns, pod)
 			if err != nil {
@@ -319,6 +321,9 @@ func TestPropagationWindow(t *testing.T) {
 			}
 			if slices.Contains(out.Spec.Containers[0].Env, corev1.EnvVar{Name: "TRY", Value: value}) {
 				windows = append(windows, sent.Sub(written))
+				if first {
+					already++
+				}
 				break
 			}
 			if time.Since(written) > 30*time.Second {
@@ -331,8 +336,8 @@ func TestPropagationWindow(t *testing.T) {
 	for _, w := range windows {
 		total += w
 	}
-	t.Logf("propagation window, PodPreset update on A until a pod created on B gets it, %d tries: p50 %v, p99 %v, max %v, mean %v",
-		len(windows), quantile(windows, 0.50), quantile(windows, 0.99), windows[len(windows)-1], total/time.Duration(len(windows)))
+	t.Logf("propagation window, PodPreset update answered by A until a pod sent to B gets it, %d tries: p50 %v, p99 %v, max %v, mean %v; B already had it when A answered in %d tries",
+		len(windows), quantile(windows, 0.50), quantile(windows, 0.99), windows[len(windows)-1], total/time.Duration(len(windows)), already)
 }
 
 // quantile is the q-quantile of sorted (nearest rank).
