@@ -233,6 +233,7 @@ func TestFaults(t *testing.T) {
 			go func() { result <- runLoad(ctx, ns, servers, stop) }()
 
 			time.Sleep(2 * time.Second)
+			faultStart := time.Now()
 			up, restore := tc.fault(t)
 			recovered := false
 			// The other tests share the cluster: bring it back even when
@@ -250,12 +251,20 @@ func TestFaults(t *testing.T) {
 			if err := restore(); err != nil {
 				t.Fatalf("recovering from %q: %v", tc.name, err)
 			}
+			faultEnd := time.Now()
 			presets.writePreset(t, ns, "after", serverB, serverA, serverB)
 			time.Sleep(time.Second)
 			stopLoad()
 			l := <-result
 
 			checkLoad(t, ns, l, presets)
+			during := 0
+			for _, sent := range l.sent {
+				if sent.After(faultStart) && sent.Before(faultEnd) {
+					during++
+				}
+			}
+			t.Logf("from the stop until it served again: %v, %d pods sent", faultEnd.Sub(faultStart).Round(time.Millisecond), during)
 			checkEtcdMembersAgree(t, ns)
 		})
 	}
