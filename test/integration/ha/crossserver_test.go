@@ -22,6 +22,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,23 @@ func TestServerIdentities(t *testing.T) {
 		if holder := ptr.Deref(lease.Spec.HolderIdentity, ""); len(holder) <= len(name) || holder[:len(name)] != name {
 			t.Errorf("lease %s is held by %q, want its own server (%s_<uid>)", name, holder, name)
 		}
+	}
+}
+
+// TestIdentityMustNameALease checks that --apiserver-identity refuses, at
+// start-up and naming the flag, what cannot name the identity Lease.
+func TestIdentityMustNameALease(t *testing.T) {
+	for _, identity := range []string{"Upper-Case", "under_score", strings.Repeat("a", 254)} {
+		t.Run(identity[:min(len(identity), 20)], func(t *testing.T) {
+			srv, err := framework.Start(framework.Config{Args: []string{"--apiserver-identity=" + identity}})
+			if err == nil {
+				_ = srv.Cleanup()
+				t.Fatalf("the server started with --apiserver-identity=%s", identity)
+			}
+			if !strings.Contains(err.Error(), "--apiserver-identity") {
+				t.Errorf("start-up error %q does not name --apiserver-identity", err)
+			}
+		})
 	}
 }
 
