@@ -163,7 +163,7 @@ func (s *Server) start() error {
 	s.cancel = cancel
 	s.done = make(chan error, 1)
 	go func() { s.done <- o.Run(ctx) }()
-	if err := s.waitReady(2 * time.Minute); err != nil {
+	if err := s.waitReady(startTimeout); err != nil {
 		cancel()
 		return err
 	}
@@ -173,6 +173,12 @@ func (s *Server) start() error {
 // Restart starts a stopped server again, with the same flags, data and
 // port, and waits until it is ready.
 func (s *Server) Restart() error { return s.start() }
+
+// startTimeout bounds a start until /readyz passes. Building
+// kube-apiserver's configuration alone took 84s with the race detector
+// while another test package ran beside it on 2 cores; a failed start
+// returns at once whatever this is.
+const startTimeout = 5 * time.Minute
 
 func (s *Server) waitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
