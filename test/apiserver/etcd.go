@@ -32,14 +32,6 @@ import (
 	"github.com/admitkit/admitkit/test/embeddedetcd"
 )
 
-// etcdPorts is what the embedded etcd listens on, kept in its data
-// directory so that a restart on the same data finds its member again at
-// the peer URL recorded in it.
-type etcdPorts struct {
-	Client int `json:"client"`
-	Peer   int `json:"peer"`
-}
-
 // startEtcd starts a single-member etcd with its data in dir and returns
 // it with the URL kube-apiserver should use.
 func startEtcd(dir string, noFsync bool) (*embed.Etcd, string, error) {
@@ -66,10 +58,11 @@ func startEtcd(dir string, noFsync bool) (*embed.Etcd, string, error) {
 }
 
 // loadEtcdPorts reads the ports of an earlier run, or picks two free ones
-// and records them.
-func loadEtcdPorts(dir string) (etcdPorts, error) {
+// and records them: a restart on the same data must find its member again
+// at the peer URL recorded in it.
+func loadEtcdPorts(dir string) (embeddedetcd.Ports, error) {
 	file := filepath.Join(dir, "ports.json")
-	var ports etcdPorts
+	var ports embeddedetcd.Ports
 	data, err := os.ReadFile(file)
 	switch {
 	case err == nil:
@@ -87,7 +80,7 @@ func loadEtcdPorts(dir string) (etcdPorts, error) {
 	if err != nil {
 		return ports, err
 	}
-	ports = etcdPorts{Client: free[0], Peer: free[1]}
+	ports = embeddedetcd.Ports{Client: free[0], Peer: free[1]}
 	data, err = json.Marshal(ports)
 	if err != nil {
 		return ports, err

@@ -56,9 +56,11 @@ type Peer struct {
 	PeerPort int
 }
 
-// Ports are a member's client and peer ports on 127.0.0.1.
+// Ports are a member's client and peer ports on 127.0.0.1, as the custom
+// kube-apiserver records its own member's in ports.json.
 type Ports struct {
-	Client, Peer int
+	Client int `json:"client"`
+	Peer   int `json:"peer"`
 }
 
 // NewCluster describes a cluster of one member per ports entry, named

@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/admitkit/admitkit/test/apiserver"
+	"github.com/admitkit/admitkit/test/embeddedetcd"
 )
 
 // AdminToken and UserToken are the bearer tokens of the token file's admin
@@ -274,9 +275,7 @@ func (s *Server) EtcdURL() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var ports struct {
-		Client int `json:"client"`
-	}
+	var ports embeddedetcd.Ports
 	if err := json.Unmarshal(data, &ports); err != nil {
 		return "", err
 	}
