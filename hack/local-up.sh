@@ -5,11 +5,19 @@
 # kubectl commands to try against hack/examples/. Ctrl-C stops it; running
 # the script again restarts it on the same data.
 #
+# With HA=1 it runs what a highly available control plane runs, on this one
+# machine: a three-member etcd cluster (admitkit-etcd, client ports
+# ETCD_PORT, +2, +4) and two apiservers on it, the first on SECURE_PORT
+# (admin.kubeconfig) and the second on SECURE_PORT+1 (admin-2.kubeconfig),
+# each with its own identity, sharing the service-account key.
+#
 # Environment:
 #   DATA_DIR      data directory (default _output/local-up)
 #   SECURE_PORT   port to serve on (default 6443)
 #   NODE_NAME     the node identity (default node-1)
 #   SKIP_BUILD    set to reuse the binaries in _output/bin
+#   HA            set to 1 for three etcd members and two apiservers
+#   ETCD_PORT     with HA=1, the first etcd member's client port (default 2379)
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,6 +27,8 @@ export PATH="${PATH}:/usr/local/go/bin"
 DATA_DIR=${DATA_DIR:-_output/local-up}
 SECURE_PORT=${SECURE_PORT:-6443}
 NODE_NAME=${NODE_NAME:-node-1}
+HA=${HA:-}
+ETCD_PORT=${ETCD_PORT:-2379}
 BIN_DIR="${ROOT}/_output/bin"
 mkdir -p "${DATA_DIR}" "${BIN_DIR}"
 DATA_DIR=$(cd "${DATA_DIR}" && pwd)
@@ -27,6 +37,9 @@ if [[ -z "${SKIP_BUILD:-}" ]]; then
     echo "Building admitkit-apiserver and kubectl into ${BIN_DIR} (a few minutes the first time)..."
     (cd test && go build -o "${BIN_DIR}/admitkit-apiserver" ./cmd/admitkit-apiserver \
         && go build -o "${BIN_DIR}/kubectl" k8s.io/kubernetes/cmd/kubectl)
+    if [[ -n "${HA}" ]]; then
+        (cd test && go build -o "${BIN_DIR}/admitkit-etcd" ./cmd/admitkit-etcd)
+    fi
 fi
 APISERVER="${BIN_DIR}/admitkit-apiserver"
 KUBECTL="${BIN_DIR}/kubectl"
@@ -49,15 +62,15 @@ if [[ -z "${NODE_TOKEN}" ]]; then
     exit 1
 fi
 
-write_kubeconfig() { # file user token
+write_kubeconfig() { # file user token port certificate-authority
     cat > "$1" <<KUBECONFIG
 apiVersion: v1
 kind: Config
 clusters:
 - name: admitkit
   cluster:
-    server: https://127.0.0.1:${SECURE_PORT}
-    certificate-authority: ${DATA_DIR}/certs/apiserver.crt
+    server: https://127.0.0.1:$4
+    certificate-authority: $5
 users:
 - name: $2
   user:
@@ -73,52 +86,108 @@ KUBECONFIG
 }
 ADMIN_KUBECONFIG="${DATA_DIR}/admin.kubeconfig"
 NODE_KUBECONFIG="${DATA_DIR}/${NODE_NAME}.kubeconfig"
-write_kubeconfig "${ADMIN_KUBECONFIG}" admin "${ADMIN_TOKEN}"
-write_kubeconfig "${NODE_KUBECONFIG}" "system:node:${NODE_NAME}" "${NODE_TOKEN}"
+write_kubeconfig "${ADMIN_KUBECONFIG}" admin "${ADMIN_TOKEN}" "${SECURE_PORT}" "${DATA_DIR}/certs/apiserver.crt"
+write_kubeconfig "${NODE_KUBECONFIG}" "system:node:${NODE_NAME}" "${NODE_TOKEN}" "${SECURE_PORT}" "${DATA_DIR}/certs/apiserver.crt"
 
-LOG="${DATA_DIR}/apiserver.log"
-echo "Starting admitkit-apiserver on https://127.0.0.1:${SECURE_PORT} (data in ${DATA_DIR}, log in ${LOG})..."
-"${APISERVER}" \
-    --data-dir="${DATA_DIR}" \
-    --bind-address=127.0.0.1 \
-    --advertise-address=127.0.0.1 \
-    --secure-port="${SECURE_PORT}" \
-    --endpoint-reconciler-type=none \
-    --service-cluster-ip-range=10.0.0.0/24 \
-    --token-auth-file="${TOKENS}" \
-    --authorization-mode=Node,RBAC \
-    --runtime-config=settings.k8s.io/v1alpha1=true \
-    --enable-admission-plugins=PodPreset,NodeRestriction,LocationMutator \
-    --admission-control-config-file=hack/examples/admission-config.yaml \
-    >"${LOG}" 2>&1 &
-APISERVER_PID=$!
-
+# Everything started here is stopped on exit: the apiservers, then etcd.
+APISERVER_PIDS=()
+ETCD_PIDS=()
+stop_all() { # pid...
+    local pid
+    for pid in "$@"; do
+        if kill -0 "${pid}" 2>/dev/null; then
+            echo "Stopping pid ${pid}..."
+            kill -TERM "${pid}" 2>/dev/null || true
+        fi
+    done
+    for pid in "$@"; do
+        wait "${pid}" 2>/dev/null || true
+    done
+}
 stop() {
     trap - INT TERM EXIT
-    if kill -0 "${APISERVER_PID}" 2>/dev/null; then
-        echo
-        echo "Stopping admitkit-apiserver (pid ${APISERVER_PID})..."
-        kill -TERM "${APISERVER_PID}" 2>/dev/null || true
-        wait "${APISERVER_PID}" 2>/dev/null || true
-    fi
+    echo
+    stop_all ${APISERVER_PIDS[@]+"${APISERVER_PIDS[@]}"}
+    stop_all ${ETCD_PIDS[@]+"${ETCD_PIDS[@]}"}
     echo "Stopped. Run hack/local-up.sh again to restart on the same data (${DATA_DIR})."
 }
 trap stop INT TERM EXIT
 
-for _ in $(seq 1 120); do
-    if ! kill -0 "${APISERVER_PID}" 2>/dev/null; then
-        echo "admitkit-apiserver exited during start-up; the end of ${LOG}:" >&2
-        tail -n 20 "${LOG}" >&2
-        exit 1
-    fi
-    if "${KUBECTL}" --kubeconfig="${ADMIN_KUBECONFIG}" get --raw /readyz >/dev/null 2>&1; then
-        break
-    fi
-    sleep 1
-done
-if ! "${KUBECTL}" --kubeconfig="${ADMIN_KUBECONFIG}" get --raw /readyz >/dev/null 2>&1; then
-    echo "admitkit-apiserver was not ready after 120s; see ${LOG}" >&2
+# wait_ready waits until apiserver pid $1 answers /readyz through
+# kubeconfig $2; its log is $3.
+wait_ready() {
+    for _ in $(seq 1 120); do
+        if ! kill -0 "$1" 2>/dev/null; then
+            echo "admitkit-apiserver exited during start-up; the end of $3:" >&2
+            tail -n 20 "$3" >&2
+            exit 1
+        fi
+        if "${KUBECTL}" --kubeconfig="$2" get --raw /readyz >/dev/null 2>&1; then
+            return
+        fi
+        sleep 1
+    done
+    echo "admitkit-apiserver was not ready after 120s; see $3" >&2
     exit 1
+}
+
+SERVER_FLAGS=(
+    --bind-address=127.0.0.1
+    --advertise-address=127.0.0.1
+    --endpoint-reconciler-type=none
+    --service-cluster-ip-range=10.0.0.0/24
+    --token-auth-file="${TOKENS}"
+    --authorization-mode=Node,RBAC
+    --runtime-config=settings.k8s.io/v1alpha1=true
+    --enable-admission-plugins=PodPreset,NodeRestriction,LocationMutator
+    --admission-control-config-file=hack/examples/admission-config.yaml
+)
+
+if [[ -n "${HA}" ]]; then
+    ETCD_SERVERS=""
+    for member in 1 2 3; do
+        "${BIN_DIR}/admitkit-etcd" --data-dir="${DATA_DIR}" --members=3 --member="${member}" --port="${ETCD_PORT}" \
+            >"${DATA_DIR}/etcd-${member}.out" 2>&1 &
+        ETCD_PIDS+=($!)
+        ETCD_SERVERS+="${ETCD_SERVERS:+,}http://127.0.0.1:$((ETCD_PORT + 2 * (member - 1)))"
+    done
+    echo "Started etcd members etcd-1, etcd-2 and etcd-3 for clients at ${ETCD_SERVERS} (data and logs in ${DATA_DIR}/etcd-N)."
+fi
+
+LOG="${DATA_DIR}/apiserver.log"
+echo "Starting admitkit-apiserver on https://127.0.0.1:${SECURE_PORT} (data in ${DATA_DIR}, log in ${LOG})..."
+if [[ -z "${HA}" ]]; then
+    "${APISERVER}" --data-dir="${DATA_DIR}" --secure-port="${SECURE_PORT}" "${SERVER_FLAGS[@]}" >"${LOG}" 2>&1 &
+    APISERVER_PIDS+=($!)
+    wait_ready "${APISERVER_PIDS[0]}" "${ADMIN_KUBECONFIG}" "${LOG}"
+else
+    "${APISERVER}" --data-dir="${DATA_DIR}" --secure-port="${SECURE_PORT}" "${SERVER_FLAGS[@]}" \
+        --etcd-servers="${ETCD_SERVERS}" --apiserver-identity=admitkit-apiserver-1 >"${LOG}" 2>&1 &
+    APISERVER_PIDS+=($!)
+
+    # The second has its own data (serving certificate) and identity, and
+    # must accept the service-account tokens the first issues: it takes the
+    # key the first generates as it starts.
+    SECOND_PORT=$((SECURE_PORT + 1))
+    SECOND_DIR="${DATA_DIR}/apiserver-2"
+    SECOND_LOG="${SECOND_DIR}/apiserver.log"
+    SA_KEY="${DATA_DIR}/service-account.key"
+    ADMIN_KUBECONFIG_2="${DATA_DIR}/admin-2.kubeconfig"
+    mkdir -p "${SECOND_DIR}"
+    write_kubeconfig "${ADMIN_KUBECONFIG_2}" admin "${ADMIN_TOKEN}" "${SECOND_PORT}" "${SECOND_DIR}/certs/apiserver.crt"
+    for _ in $(seq 1 60); do
+        [[ -s "${SA_KEY}" ]] && break
+        sleep 1
+    done
+    echo "Starting the second admitkit-apiserver on https://127.0.0.1:${SECOND_PORT} (data in ${SECOND_DIR}, log in ${SECOND_LOG})..."
+    "${APISERVER}" --data-dir="${SECOND_DIR}" --secure-port="${SECOND_PORT}" "${SERVER_FLAGS[@]}" \
+        --etcd-servers="${ETCD_SERVERS}" --apiserver-identity=admitkit-apiserver-2 \
+        --service-account-key-file="${SA_KEY}" --service-account-signing-key-file="${SA_KEY}" \
+        --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+        >"${SECOND_LOG}" 2>&1 &
+    APISERVER_PIDS+=($!)
+    wait_ready "${APISERVER_PIDS[0]}" "${ADMIN_KUBECONFIG}" "${LOG}"
+    wait_ready "${APISERVER_PIDS[1]}" "${ADMIN_KUBECONFIG_2}" "${SECOND_LOG}"
 fi
 
 K="${KUBECTL#"${ROOT}/"} --kubeconfig=${ADMIN_KUBECONFIG#"${ROOT}/"}"
@@ -151,7 +220,20 @@ admitkit-apiserver is ready. From ${ROOT}, try:
   ${N} label node ${NODE_NAME} node-restriction.kubernetes.io/trusted=true
   ${N} label node ${NODE_NAME} node-role.kubernetes.io/control-plane=
 
-Press Ctrl-C to stop.
 EOF
+if [[ -n "${HA}" ]]; then
+    K2="${KUBECTL#"${ROOT}/"} --kubeconfig=${ADMIN_KUBECONFIG_2#"${ROOT}/"}"
+    cat <<EOF
+  # HA: a second apiserver, https://127.0.0.1:${SECOND_PORT}, shares the etcd cluster
+  # (${ETCD_SERVERS}). It enforces what was written through the first
+  # within milliseconds: the preset created above reaches a pod created through it.
+  ${K2} get podpresets -n shop
+  ${K2} run probe -n shop --image=nginx --labels=role=frontend --dry-run=server -o jsonpath='{.spec.containers[0].env}{"\n"}'
+  # each apiserver holds an identity lease of its own
+  ${K2} get leases -n kube-system -l apiserver.kubernetes.io/identity=kube-apiserver
 
-wait "${APISERVER_PID}"
+EOF
+fi
+echo "Press Ctrl-C to stop."
+
+wait "${APISERVER_PIDS[@]}"

@@ -56,14 +56,16 @@ import (
 const settingsResync = 10 * time.Minute
 
 // newConfig is this build's app.NewConfig. It differs from upstream in
-// three places, none reachable from outside app.NewConfig:
+// four places, none reachable from outside app.NewConfig:
 //   - the OpenAPI definitions include settings.k8s.io, so that both the V2
 //     and the V3 config (and their precomputed models) know our types;
 //   - the admission chain gets admitkit's settings informer initializer,
 //     which kube-apiserver has no hook for;
 //   - it returns the settings informer factory, which the server chain
-//     starts once the plugins have asked for their informers.
-func newConfig(opts options.CompletedOptions) (*app.Config, settingsinformers.SharedInformerFactory, error) {
+//     starts once the plugins have asked for their informers;
+//   - identity, when not empty, replaces the hostname-derived APIServerID
+//     (see Options.Identity).
+func newConfig(opts options.CompletedOptions, identity string) (*app.Config, settingsinformers.SharedInformerFactory, error) {
 	resources := controlplane.DefaultAPIResourceConfigSource()
 	settingsrest.AddToDefaultResourceConfig(resources)
 	genericConfig, versionedInformers, storageFactory, err := controlplaneapiserver.BuildGenericConfig(
@@ -75,6 +77,13 @@ func newConfig(opts options.CompletedOptions) (*app.Config, settingsinformers.Sh
 	)
 	if err != nil {
 		return nil, nil, err
+	}
+	// Set after BuildGenericConfig, so authentication and authorization
+	// metrics keep the hostname-derived value; everything that tells
+	// apiservers apart (the identity lease, storage version records,
+	// admission status) is built from here on.
+	if identity != "" {
+		genericConfig.APIServerID = identity
 	}
 
 	// The loopback config asks for protobuf, which settings.k8s.io does not

@@ -17,27 +17,20 @@ limitations under the License.
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"k8s.io/klog/v2"
-)
 
-// etcdPorts is what the embedded etcd listens on, kept in its data
-// directory so that a restart on the same data finds its member again at
-// the peer URL recorded in it.
-type etcdPorts struct {
-	Client int `json:"client"`
-	Peer   int `json:"peer"`
-}
+	"github.com/admitkit/admitkit/test/embeddedetcd"
+)
 
 // startEtcd starts a single-member etcd with its data in dir and returns
 // it with the URL kube-apiserver should use.
@@ -49,44 +42,27 @@ func startEtcd(dir string, noFsync bool) (*embed.Etcd, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-
-	cfg := embed.NewConfig()
-	cfg.Name = "admitkit"
-	cfg.Dir = filepath.Join(dir, "data")
-	cfg.UnsafeNoFsync = noFsync
-	clientURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.Client))}
-	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.Peer))}
-	cfg.ListenClientUrls = []url.URL{clientURL}
-	cfg.AdvertiseClientUrls = []url.URL{clientURL}
-	cfg.ListenPeerUrls = []url.URL{peerURL}
-	cfg.AdvertisePeerUrls = []url.URL{peerURL}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	// etcd logs a lot at info; keep its log beside its data.
-	cfg.LogLevel = "warn"
-	cfg.LogOutputs = []string{filepath.Join(dir, "etcd.log")}
-
-	e, err := embed.StartEtcd(cfg)
+	member := embeddedetcd.Member{Name: "admitkit", Dir: dir, ClientPort: ports.Client, PeerPort: ports.Peer, UnsafeNoFsync: noFsync}
+	e, err := embeddedetcd.Start(member)
 	if err != nil {
-		return nil, "", fmt.Errorf("starting embedded etcd in %s: %w", dir, err)
+		return nil, "", err
 	}
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := embeddedetcd.Wait(ctx, e); err != nil {
 		e.Close()
-		return nil, "", fmt.Errorf("embedded etcd in %s: %w", dir, err)
-	case <-time.After(60 * time.Second):
-		e.Close()
-		return nil, "", fmt.Errorf("embedded etcd in %s was not ready after 60s (see %s)", dir, cfg.LogOutputs[0])
+		return nil, "", err
 	}
-	klog.InfoS("Embedded etcd is ready", "dataDir", dir, "url", clientURL.String())
-	return e, clientURL.String(), nil
+	klog.InfoS("Embedded etcd is ready", "dataDir", dir, "url", member.ClientURL())
+	return e, member.ClientURL(), nil
 }
 
 // loadEtcdPorts reads the ports of an earlier run, or picks two free ones
-// and records them.
-func loadEtcdPorts(dir string) (etcdPorts, error) {
+// and records them: a restart on the same data must find its member again
+// at the peer URL recorded in it.
+func loadEtcdPorts(dir string) (embeddedetcd.Ports, error) {
 	file := filepath.Join(dir, "ports.json")
-	var ports etcdPorts
+	var ports embeddedetcd.Ports
 	data, err := os.ReadFile(file)
 	switch {
 	case err == nil:
@@ -104,7 +80,7 @@ func loadEtcdPorts(dir string) (etcdPorts, error) {
 	if err != nil {
 		return ports, err
 	}
-	ports = etcdPorts{Client: free[0], Peer: free[1]}
+	ports = embeddedetcd.Ports{Client: free[0], Peer: free[1]}
 	data, err = json.Marshal(ports)
 	if err != nil {
 		return ports, err

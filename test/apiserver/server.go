@@ -26,9 +26,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/server/flagz"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/keyutil"
@@ -47,6 +49,11 @@ type Options struct {
 	DataDir string
 	// EtcdUnsafeNoFsync makes the embedded etcd skip fsync (tests only).
 	EtcdUnsafeNoFsync bool
+	// Identity, when set, replaces the identity kube-apiserver derives from
+	// the hostname: the name of its identity lease and what admission
+	// plugins key their status by. Several apiservers on one machine need
+	// one each.
+	Identity string
 
 	defaultCertDir string
 }
@@ -65,6 +72,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	o.Server.Flagz = flagz.NamedFlagSetsReader{FlagSets: fss}
 	fs := fss.FlagSet("admitkit")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the embedded etcd (unless --etcd-servers is set), the self-signed serving certificate (unless --cert-dir or --tls-cert-file is set) and the service-account signing key (unless --service-account-key-file or --service-account-signing-key-file is set). Required; reused across restarts.")
+	fs.StringVar(&o.Identity, "apiserver-identity", o.Identity, "This kube-apiserver's identity: the name of its identity lease in kube-system and the key of the status admission plugins write. Defaults to kube-apiserver's own, derived from the hostname, which every apiserver on one host shares: set it when running several there.")
 	fs.BoolVar(&o.EtcdUnsafeNoFsync, "embedded-etcd-unsafe-no-fsync", o.EtcdUnsafeNoFsync, "Let the embedded etcd skip fsync. Faster, loses data on a crash: for tests only.")
 	return fss
 }
@@ -83,6 +91,11 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	if o.DataDir == "" {
 		return errors.New("--data-dir is required")
+	}
+	if o.Identity != "" {
+		if errs := validation.IsDNS1123Subdomain(o.Identity); len(errs) != 0 {
+			return fmt.Errorf("--apiserver-identity %q must be a DNS subdomain name (it names a Lease): %s", o.Identity, strings.Join(errs, "; "))
+		}
 	}
 	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 		return fmt.Errorf("--data-dir %s: %w", o.DataDir, err)
@@ -118,7 +131,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if errs := completed.Validate(); len(errs) != 0 {
 		return utilerrors.NewAggregate(errs)
 	}
-	config, settingsFactory, err := newConfig(completed)
+	config, settingsFactory, err := newConfig(completed, o.Identity)
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/admitkit/admitkit/test/apiserver"
+	"github.com/admitkit/admitkit/test/embeddedetcd"
 )
 
 // AdminToken and UserToken are the bearer tokens of the token file's admin
@@ -75,6 +76,7 @@ type Server struct {
 	Host    string
 	CAFile  string
 
+	args   []string
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -136,30 +138,48 @@ func StartIn(dir string, cfg Config) (*Server, error) {
 	}
 	args = append(args, cfg.Args...)
 
+	s := &Server{
+		DataDir: dir,
+		Host:    "https://127.0.0.1:" + strconv.Itoa(ports[0]),
+		CAFile:  filepath.Join(dir, "certs", "apiserver.crt"),
+		args:    args,
+	}
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// start runs the server with its flags and waits until it is ready.
+func (s *Server) start() error {
 	o := apiserver.NewOptions()
 	fs := pflag.NewFlagSet("admitkit-apiserver", pflag.ContinueOnError)
 	for _, f := range o.Flags().FlagSets {
 		fs.AddFlagSet(f)
 	}
-	if err := fs.Parse(args); err != nil {
-		return nil, err
+	if err := fs.Parse(s.args); err != nil {
+		return err
 	}
-
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{
-		DataDir: dir,
-		Host:    "https://127.0.0.1:" + strconv.Itoa(ports[0]),
-		CAFile:  filepath.Join(dir, "certs", "apiserver.crt"),
-		cancel:  cancel,
-		done:    make(chan error, 1),
-	}
+	s.cancel = cancel
+	s.done = make(chan error, 1)
 	go func() { s.done <- o.Run(ctx) }()
-	if err := s.waitReady(2 * time.Minute); err != nil {
+	if err := s.waitReady(startTimeout); err != nil {
 		cancel()
-		return nil, err
+		return err
 	}
-	return s, nil
+	return nil
 }
+
+// Restart starts a stopped server again, with the same flags, data and
+// port, and waits until it is ready.
+func (s *Server) Restart() error { return s.start() }
+
+// startTimeout bounds a start until /readyz passes. Building
+// kube-apiserver's configuration alone took 84s with the race detector
+// while another test package ran beside it on 2 cores; a failed start
+// returns at once whatever this is.
+const startTimeout = 5 * time.Minute
 
 func (s *Server) waitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
@@ -255,9 +275,7 @@ func (s *Server) EtcdURL() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var ports struct {
-		Client int `json:"client"`
-	}
+	var ports embeddedetcd.Ports
 	if err := json.Unmarshal(data, &ports); err != nil {
 		return "", err
 	}
