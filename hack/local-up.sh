@@ -213,6 +213,18 @@ admitkit-apiserver is ready. From ${ROOT}, try:
   # a pod that conflicts with a preset is admitted without presets, with a warning
   ${K} apply -f hack/examples/conflicting-pod.yaml
 
+  # LocationMutator mutators from the API (watchMutators): Gatekeeper's own kinds, live
+  ${K} get crd assign.mutations.gatekeeper.sh assignmetadata.mutations.gatekeeper.sh modifyset.mutations.gatekeeper.sh assignimage.mutations.gatekeeper.sh
+  ${K} apply -f hack/examples/live-assign.yaml
+  ${K} run probe -n shop --image=nginx:1.27 --dry-run=server -o jsonpath='{.spec.containers[0].securityContext}{"\n"}'
+  ${K} patch assign shop-non-root --type=merge -p '{"spec":{"parameters":{"assign":{"value":false}}}}'
+  ${K} run probe -n shop --image=nginx:1.27 --dry-run=server -o jsonpath='{.spec.containers[0].securityContext}{"\n"}'
+  ${K} get assign shop-non-root -o jsonpath='{.status.byPod}{"\n"}'
+  ${K} delete assign shop-non-root
+  ${K} run probe -n shop --image=nginx:1.27 --dry-run=server -o jsonpath='{.spec.containers[0].securityContext}{"\n"}'
+  # ...and a broken one is refused with 422 Invalid, naming spec.location
+  ${K} apply -f hack/examples/live-assign-broken.yaml
+
   # NodeRestriction, as ${NODE_NAME}: it registers itself and sets its own label...
   ${N} apply -f hack/examples/node.yaml
   ${N} label node ${NODE_NAME} example.com/rack=r1

@@ -217,6 +217,9 @@ func createServerChain(c app.CompletedConfig, settingsFactory settingsinformers.
 	if err := addBootstrapRolesHook(generic); err != nil {
 		return nil, err
 	}
+	if err := addMutatorCRDsHook(generic, crdAPIEnabled); err != nil {
+		return nil, err
+	}
 
 	aggregator, err := controlplaneapiserver.CreateAggregatorServer(c.Aggregator, generic,
 		apiExtensions.Informers.Apiextensions().V1().CustomResourceDefinitions(), crdAPIEnabled, apiServicePriorities())

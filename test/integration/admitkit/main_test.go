@@ -102,7 +102,8 @@ func run(m *testing.M) int {
 // serverConfig is the one server of this package: two nodes, the
 // NodeRestriction allowances of noderestriction_test.go and the mutators of
 // locationmutator_test.go, scoped to namespaces named lm-* so that they
-// leave the other tests' objects alone.
+// leave the other tests' objects alone, and the mutators from the API of
+// livemutators_test.go (in live-* namespaces).
 func serverConfig() framework.Config {
 	return framework.Config{
 		Nodes:           []string{"node-1", "node-2"},
@@ -171,6 +172,7 @@ plugins:
         parameters:
           assign: {value: TCP}
 ` + loadMutators + `    mutatorFiles: ["$DATA_DIR/mutators.yaml"]
+    watchMutators: true
 `
 
 // mutatorFile holds a Gatekeeper manifest as Gatekeeper users write it.

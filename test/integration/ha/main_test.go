@@ -93,8 +93,8 @@ func run(m *testing.M) int {
 }
 
 // serverConfig is every server's configuration: all of admitkit's plugins,
-// settings.k8s.io served, two nodes, and one static mutator so that the
-// LocationMutator runs in both chains.
+// settings.k8s.io served, two nodes, one static mutator so that the
+// LocationMutator runs in both chains, and the mutators from the API.
 func serverConfig() framework.Config {
 	return framework.Config{
 		Nodes:           []string{"node-1", "node-2"},
@@ -125,6 +125,7 @@ plugins:
         location: "spec.containers[name:*].imagePullPolicy"
         parameters:
           assign: {value: Always}
+    watchMutators: true
 `
 
 func kubeClient(t testing.TB, cfg *rest.Config) kubernetes.Interface {
