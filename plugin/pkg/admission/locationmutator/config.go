@@ -49,7 +49,7 @@ func ReadConfiguration(r io.Reader) (*v1alpha1.Configuration, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return cfg, nil
 	}
-	js, err := yaml.YAMLToJSON(data)
+	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s configuration is not YAML or JSON: %w", PluginName, err)
 	}
@@ -171,7 +171,7 @@ func (in *ingestion) loadFile(name string) ([]*mutation.Mutator, error) {
 		if err != nil {
 			return out, fmt.Errorf("%s: document %d: %w", name, doc, err)
 		}
-		js, err := yaml.YAMLToJSON(chunk)
+		js, err := yaml.YAMLToJSONStrict(chunk)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: document %d: %w", name, doc, err))
 			continue

@@ -142,6 +142,8 @@ func TestConfigErrors(t *testing.T) {
 		want []string
 	}{
 		{"unknown config field", header + "mutator: []\n", []string{`unknown field "mutator"`}},
+		{"duplicate config key", header + "mutatorFiles: [a.yaml]\nmutatorFiles: [b.yaml]\n", []string{`"mutatorFiles" already set`}},
+		{"duplicate key in a mutator", config(strings.Replace(pullAlways, "location:", "location: spec.x\n  location:", 1)), []string{`"location" already set`}},
 		{"wrong config kind", "apiVersion: locationmutator.admission.admitkit.io/v1alpha1\nkind: Config\n", []string{"kind Configuration"}},
 		{"wrong config version", "apiVersion: locationmutator.admission.admitkit.io/v1\nkind: Configuration\n", []string{"apiVersion locationmutator.admission.admitkit.io/v1alpha1"}},
 		{"bad location", config(strings.Replace(pullAlways, "name:*", "*", 1)), []string{`mutators[0]: Assign "always-pull": spec.location: Invalid value: "spec.containers[*].imagePullPolicy"`}},
