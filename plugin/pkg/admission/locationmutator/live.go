@@ -20,7 +20,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -457,15 +456,7 @@ func resolve(static *mutation.System, live []*liveMutator) (*mutation.System, ma
 // dropLater picks, for each conflict NewSystem reported, the live mutator
 // that comes later, unless the pair's other member is dropped already.
 func dropLater(err error, rank map[mutation.ID]int) map[mutation.ID]string {
-	var conflicts []*mutation.ConflictError
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range joined.Unwrap() {
-			var c *mutation.ConflictError
-			if errors.As(e, &c) {
-				conflicts = append(conflicts, c)
-			}
-		}
-	}
+	conflicts := mutation.Conflicts(err)
 	later := func(c *mutation.ConflictError) (drop, keep mutation.ID) {
 		a, b := c.Mutators[0], c.Mutators[1]
 		if rank[a] > rank[b] {

@@ -168,16 +168,9 @@ func (in *ingestion) report(decoded []*mutation.Mutator, system *mutation.System
 // configuration about to be refused.
 func conflicting(ms []*mutation.Mutator) []*mutation.Mutator {
 	_, err := mutation.NewSystem(ms)
-	joined, ok := err.(interface{ Unwrap() []error })
-	if !ok {
-		return nil
-	}
 	named := map[mutation.ID]bool{}
-	for _, e := range joined.Unwrap() {
-		var c *mutation.ConflictError
-		if errors.As(e, &c) {
-			named[c.Mutators[0]], named[c.Mutators[1]] = true, true
-		}
+	for _, c := range mutation.Conflicts(err) {
+		named[c.Mutators[0]], named[c.Mutators[1]] = true, true
 	}
 	var out []*mutation.Mutator
 	for _, m := range ms {

@@ -19,7 +19,6 @@ package locationmutator
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -86,10 +85,8 @@ func (p *Plugin) conflicts(m *mutation.Mutator) field.ErrorList {
 		return nil
 	}
 	var errs field.ErrorList
-	joined, _ := err.(interface{ Unwrap() []error })
-	for _, e := range joined.Unwrap() {
-		var c *mutation.ConflictError
-		if !errors.As(e, &c) || (c.Mutators[0] != m.ID() && c.Mutators[1] != m.ID()) {
+	for _, c := range mutation.Conflicts(err) {
+		if c.Mutators[0] != m.ID() && c.Mutators[1] != m.ID() {
 			continue
 		}
 		other := c.Mutators[0]

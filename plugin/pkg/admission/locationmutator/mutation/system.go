@@ -96,6 +96,22 @@ type ConflictError struct {
 
 func (e *ConflictError) Error() string { return e.msg }
 
+// Conflicts returns the ConflictErrors an error of NewSystem holds.
+func Conflicts(err error) []*ConflictError {
+	errs := []error{err}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = joined.Unwrap()
+	}
+	var out []*ConflictError
+	for _, e := range errs {
+		var c *ConflictError
+		if errors.As(e, &c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // runOrder is Gatekeeper's order: by kind, then by name (its IDs sort by
 // group, kind, namespace and name, and all mutators share the group and
 // have no namespace).

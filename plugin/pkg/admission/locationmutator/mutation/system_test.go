@@ -18,6 +18,7 @@ package mutation
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -327,5 +328,27 @@ func TestDescribe(t *testing.T) {
 		if got := describe(&tc.target); got != tc.want {
 			t.Errorf("describe = %q, want %q", got, tc.want)
 		}
+	}
+}
+
+func TestConflicts(t *testing.T) {
+	a, b := ID{Kind: "Assign", Name: "a"}, ID{Kind: "Assign", Name: "b"}
+	one := &ConflictError{Mutators: [2]ID{a, b}, msg: "a and b"}
+	cases := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"nil", nil, 0},
+		{"one alone", one, 1},
+		{"joined with others", errors.Join(one, errors.New("other"), &ConflictError{Mutators: [2]ID{b, a}}), 2},
+		{"wrapped", fmt.Errorf("config: %w", one), 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Conflicts(tc.err); len(got) != tc.want {
+				t.Fatalf("%d conflicts, want %d", len(got), tc.want)
+			}
+		})
 	}
 }
