@@ -36,14 +36,14 @@ func BenchmarkValidatePodPresetScale(b *testing.B) {
 		duplicated := scalePreset(n, n/2)
 		b.Run(fmt.Sprintf("valid/items-%d", n), func(b *testing.B) {
 			scalebench.PerItem(b, n, func() {
-				if errs := ValidatePodPreset(valid); len(errs) > 0 {
+				if errs := ValidatePodPreset(valid, BuiltinPodFields); len(errs) > 0 {
 					b.Fatal(errs.ToAggregate())
 				}
 			})
 		})
 		b.Run(fmt.Sprintf("duplicates/items-%d", n), func(b *testing.B) {
 			scalebench.PerItem(b, n, func() {
-				if errs := ValidatePodPreset(duplicated); len(errs) != n {
+				if errs := ValidatePodPreset(duplicated, BuiltinPodFields); len(errs) != n {
 					b.Fatalf("%d errors, want %d", len(errs), n)
 				}
 			})

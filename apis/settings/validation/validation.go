@@ -18,12 +18,14 @@ limitations under the License.
 // registry stores them, with the field paths and messages of kube-apiserver's
 // pod validation for the parts a preset shares with a pod.
 //
-// A preset is checked for what makes it usable as a preset: names, its
-// selectors, at least one payload, volumes that are named, unique and of one
-// source, well-formed env and envFrom entries, and mounts that name a volume
-// of the same preset at a unique path. The fields inside each volume source
-// are left to pod validation, which runs on every pod after admission has
-// merged the preset into it.
+// A preset is checked for what makes it usable as a preset (names, its
+// selectors, at least one payload), and its env, envFrom, volumes and
+// volumeMounts by a PodFieldsValidator: the fields a pod gets from it must
+// not make every pod it selects invalid. Servers built with kube-apiserver's
+// own pod validation pass a validator built on it; BuiltinPodFields is the
+// fallback, which leaves the fields inside each volume source, env source
+// and downward API item to pod validation, run on every pod after admission
+// has merged the preset into it.
 package validation
 
 import (
@@ -47,41 +49,42 @@ import (
 var ValidatePodPresetName = apivalidation.NameIsDNSSubdomain
 
 // ValidatePodPreset checks a PodPreset on create.
-func ValidatePodPreset(pp *settings.PodPreset) field.ErrorList {
+func ValidatePodPreset(pp *settings.PodPreset, podFields PodFieldsValidator) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(&pp.ObjectMeta, true, ValidatePodPresetName, field.NewPath("metadata"))
-	return append(allErrs, ValidatePodPresetSpec(&pp.Spec, field.NewPath("spec"))...)
+	return append(allErrs, ValidatePodPresetSpec(&pp.Spec, field.NewPath("spec"), podFields)...)
 }
 
 // ValidatePodPresetUpdate checks a PodPreset on update: the metadata rules of
 // an update (name and namespace are immutable) and the spec, once. Unlike
 // Kubernetes' removed API the spec may change.
-func ValidatePodPresetUpdate(pp, old *settings.PodPreset) field.ErrorList {
+func ValidatePodPresetUpdate(pp, old *settings.PodPreset, podFields PodFieldsValidator) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMetaUpdate(&pp.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
-	return append(allErrs, ValidatePodPresetSpec(&pp.Spec, field.NewPath("spec"))...)
+	return append(allErrs, ValidatePodPresetSpec(&pp.Spec, field.NewPath("spec"), podFields)...)
 }
 
 // ValidateClusterPodPreset checks a ClusterPodPreset on create.
-func ValidateClusterPodPreset(cpp *settings.ClusterPodPreset) field.ErrorList {
+func ValidateClusterPodPreset(cpp *settings.ClusterPodPreset, podFields PodFieldsValidator) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(&cpp.ObjectMeta, false, ValidatePodPresetName, field.NewPath("metadata"))
-	return append(allErrs, ValidateClusterPodPresetSpec(&cpp.Spec, field.NewPath("spec"))...)
+	return append(allErrs, ValidateClusterPodPresetSpec(&cpp.Spec, field.NewPath("spec"), podFields)...)
 }
 
 // ValidateClusterPodPresetUpdate checks a ClusterPodPreset on update.
-func ValidateClusterPodPresetUpdate(cpp, old *settings.ClusterPodPreset) field.ErrorList {
+func ValidateClusterPodPresetUpdate(cpp, old *settings.ClusterPodPreset, podFields PodFieldsValidator) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMetaUpdate(&cpp.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
-	return append(allErrs, ValidateClusterPodPresetSpec(&cpp.Spec, field.NewPath("spec"))...)
+	return append(allErrs, ValidateClusterPodPresetSpec(&cpp.Spec, field.NewPath("spec"), podFields)...)
 }
 
 // ValidateClusterPodPresetSpec checks the namespace selector and the
 // embedded PodPresetSpec, whose fields sit directly under fldPath.
-func ValidateClusterPodPresetSpec(spec *settings.ClusterPodPresetSpec, fldPath *field.Path) field.ErrorList {
+func ValidateClusterPodPresetSpec(spec *settings.ClusterPodPresetSpec, fldPath *field.Path, podFields PodFieldsValidator) field.ErrorList {
 	allErrs := metav1validation.ValidateLabelSelector(&spec.NamespaceSelector, metav1validation.LabelSelectorValidationOptions{}, fldPath.Child("namespaceSelector"))
-	return append(allErrs, ValidatePodPresetSpec(&spec.PodPresetSpec, fldPath)...)
+	return append(allErrs, ValidatePodPresetSpec(&spec.PodPresetSpec, fldPath, podFields)...)
 }
 
-// ValidatePodPresetSpec checks a preset's selector and payload. Every error
-// is reported, not only the first.
-func ValidatePodPresetSpec(spec *settings.PodPresetSpec, fldPath *field.Path) field.ErrorList {
+// ValidatePodPresetSpec checks a preset's selector and payload, the payload
+// with podFields (BuiltinPodFields when nil). Every error is reported, not
+// only the first.
+func ValidatePodPresetSpec(spec *settings.PodPresetSpec, fldPath *field.Path, podFields PodFieldsValidator) field.ErrorList {
 	allErrs := metav1validation.ValidateLabelSelector(&spec.Selector, metav1validation.LabelSelectorValidationOptions{}, fldPath.Child("selector"))
 
 	// A nil test, as upstream had it: an explicitly empty list still counts
@@ -90,12 +93,31 @@ func ValidatePodPresetSpec(spec *settings.PodPresetSpec, fldPath *field.Path) fi
 		allErrs = append(allErrs, field.Required(fldPath.Child("volumes", "env", "envFrom", "volumeMounts"), "must specify at least one"))
 	}
 
-	volumes, errs := validateVolumes(spec.Volumes, fldPath.Child("volumes"))
-	allErrs = append(allErrs, errs...)
+	if podFields == nil {
+		podFields = BuiltinPodFields
+	}
+	return append(allErrs, podFields(spec, fldPath)...)
+}
+
+// PodFieldsValidator checks what admission copies from a preset into pods:
+// its env, envFrom, volumes and volumeMounts, under fldPath (a preset's
+// spec). Errors name the preset's own fields, so that a preset which would
+// make every pod it selects invalid is refused when it is written, with the
+// field to fix, rather than every pod being refused later.
+type PodFieldsValidator func(spec *settings.PodPresetSpec, fldPath *field.Path) field.ErrorList
+
+// BuiltinPodFields is admitkit's own check of a preset's pod fields, for
+// servers that cannot hand the registry kube-apiserver's pod validation
+// (which lives in k8s.io/kubernetes): volumes named, unique and of one
+// source, well-formed env and envFrom entries, and mounts that name a volume
+// of the same preset at a unique path. It does not look inside volume
+// sources, env var sources or downward API items: pods that a preset with a
+// bad one selects are refused by pod validation instead.
+func BuiltinPodFields(spec *settings.PodPresetSpec, fldPath *field.Path) field.ErrorList {
+	volumes, allErrs := validateVolumes(spec.Volumes, fldPath.Child("volumes"))
 	allErrs = append(allErrs, validateEnv(spec.Env, fldPath.Child("env"))...)
 	allErrs = append(allErrs, validateEnvFrom(spec.EnvFrom, fldPath.Child("envFrom"))...)
-	allErrs = append(allErrs, validateVolumeMounts(spec.VolumeMounts, volumes, fldPath.Child("volumeMounts"))...)
-	return allErrs
+	return append(allErrs, validateVolumeMounts(spec.VolumeMounts, volumes, fldPath.Child("volumeMounts"))...)
 }
 
 // validateVolumes returns the names the volumes declare, for the mounts to

@@ -17,11 +17,13 @@ limitations under the License.
 package validation
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/admitkit/admitkit/apis/settings"
@@ -175,7 +177,7 @@ func TestValidatePodPreset(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pp := validPreset()
 			tc.mutate(pp)
-			assertErrors(t, ValidatePodPreset(pp).ToAggregate(), tc.want)
+			assertErrors(t, ValidatePodPreset(pp, BuiltinPodFields).ToAggregate(), tc.want)
 		})
 	}
 }
@@ -218,7 +220,7 @@ func TestValidatePodPresetUpdate(t *testing.T) {
 			old := validPreset()
 			pp := validPreset()
 			tc.mutate(pp)
-			errs := ValidatePodPresetUpdate(pp, old)
+			errs := ValidatePodPresetUpdate(pp, old, BuiltinPodFields)
 			assertErrors(t, errs.ToAggregate(), tc.want)
 			// Each problem is reported once, not once per validator as upstream did.
 			seen := map[string]bool{}
@@ -263,13 +265,55 @@ func TestValidateClusterPodPreset(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := valid()
 			tc.mutate(c)
-			assertErrors(t, ValidateClusterPodPreset(c).ToAggregate(), tc.want)
+			assertErrors(t, ValidateClusterPodPreset(c, BuiltinPodFields).ToAggregate(), tc.want)
 		})
 	}
 	t.Run("update keeps the name", func(t *testing.T) {
 		old, c := valid(), valid()
 		old.ResourceVersion, c.ResourceVersion = "1", "1"
 		c.Name = "renamed"
-		assertErrors(t, ValidateClusterPodPresetUpdate(c, old).ToAggregate(), []string{"metadata.name: Invalid value: \"renamed\": field is immutable"})
+		assertErrors(t, ValidateClusterPodPresetUpdate(c, old, BuiltinPodFields).ToAggregate(), []string{"metadata.name: Invalid value: \"renamed\": field is immutable"})
+	})
+}
+
+// TestPodFieldsValidator runs the pod fields through the validator a server
+// hands in, in place of the built-in rules (so nothing is reported twice),
+// at the preset's own paths, while the preset's own rules still run.
+func TestPodFieldsValidator(t *testing.T) {
+	var gotPaths []string
+	refuseHostPath := func(spec *settings.PodPresetSpec, fldPath *field.Path) field.ErrorList {
+		gotPaths = append(gotPaths, fldPath.String())
+		var errs field.ErrorList
+		for i, v := range spec.Volumes {
+			if v.HostPath != nil && v.HostPath.Path == "" {
+				errs = append(errs, field.Required(fldPath.Child("volumes").Index(i).Child("hostPath", "path"), ""))
+			}
+		}
+		return errs
+	}
+	pp := validPreset()
+	pp.Spec.Volumes[0].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{}}
+	pp.Spec.VolumeMounts[0].Name = "not-checked-by-this-validator"
+	pp.Spec.Selector.MatchExpressions[0].Values = nil
+	errs := ValidatePodPreset(pp, refuseHostPath)
+	assertErrors(t, errs.ToAggregate(), []string{
+		"spec.selector.matchExpressions[0].values: Required value",
+		"spec.volumes[0].hostPath.path: Required value",
+	})
+	if len(errs) != 2 {
+		t.Errorf("got %d errors, want 2 (the built-in rules must not run beside the validator): %v", len(errs), errs)
+	}
+
+	cpp := &settings.ClusterPodPreset{ObjectMeta: metav1.ObjectMeta{Name: "everywhere"}, Spec: settings.ClusterPodPresetSpec{PodPresetSpec: validPreset().Spec}}
+	cpp.Spec.Volumes[0].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{}}
+	assertErrors(t, ValidateClusterPodPreset(cpp, refuseHostPath).ToAggregate(), []string{"spec.volumes[0].hostPath.path: Required value"})
+	if want := []string{"spec", "spec"}; !slices.Equal(gotPaths, want) {
+		t.Errorf("validator called at %q, want %q", gotPaths, want)
+	}
+
+	// Without a validator the built-in rules run.
+	assertErrors(t, ValidatePodPreset(pp, nil).ToAggregate(), []string{
+		"spec.selector.matchExpressions[0].values: Required value",
+		`spec.volumeMounts[0].name: Not found: "not-checked-by-this-validator"`,
 	})
 }

@@ -39,11 +39,13 @@ import (
 type Strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
+	podFields validation.PodFieldsValidator
 }
 
-// NewStrategy returns the strategy for a server whose scheme is typer.
-func NewStrategy(typer runtime.ObjectTyper) Strategy {
-	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator}
+// NewStrategy returns the strategy for a server whose scheme is typer,
+// checking the fields presets put into pods with podFields.
+func NewStrategy(typer runtime.ObjectTyper, podFields validation.PodFieldsValidator) Strategy {
+	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, podFields: podFields}
 }
 
 // NamespaceScoped is false: a ClusterPodPreset selects its namespaces.
@@ -65,8 +67,8 @@ func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 }
 
 // Validate checks a new cluster preset.
-func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateClusterPodPreset(obj.(*settings.ClusterPodPreset))
+func (s Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	return validation.ValidateClusterPodPreset(obj.(*settings.ClusterPodPreset), s.podFields)
 }
 
 // WarningsOnCreate returns no warnings.
@@ -82,8 +84,8 @@ func (Strategy) AllowCreateOnUpdate(context.Context) bool { return false }
 func (Strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
 
 // ValidateUpdate checks an updated cluster preset.
-func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateClusterPodPresetUpdate(obj.(*settings.ClusterPodPreset), old.(*settings.ClusterPodPreset))
+func (s Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateClusterPodPresetUpdate(obj.(*settings.ClusterPodPreset), old.(*settings.ClusterPodPreset), s.podFields)
 }
 
 // WarningsOnUpdate returns no warnings.

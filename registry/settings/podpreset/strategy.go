@@ -39,11 +39,13 @@ import (
 type Strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
+	podFields validation.PodFieldsValidator
 }
 
-// NewStrategy returns the strategy for a server whose scheme is typer.
-func NewStrategy(typer runtime.ObjectTyper) Strategy {
-	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator}
+// NewStrategy returns the strategy for a server whose scheme is typer,
+// checking the fields presets put into pods with podFields.
+func NewStrategy(typer runtime.ObjectTyper, podFields validation.PodFieldsValidator) Strategy {
+	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, podFields: podFields}
 }
 
 // NamespaceScoped is true: a PodPreset lives in the namespace of its pods.
@@ -66,8 +68,8 @@ func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 }
 
 // Validate checks a new preset.
-func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidatePodPreset(obj.(*settings.PodPreset))
+func (s Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	return validation.ValidatePodPreset(obj.(*settings.PodPreset), s.podFields)
 }
 
 // WarningsOnCreate returns no warnings.
@@ -83,8 +85,8 @@ func (Strategy) AllowCreateOnUpdate(context.Context) bool { return false }
 func (Strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
 
 // ValidateUpdate checks an updated preset.
-func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidatePodPresetUpdate(obj.(*settings.PodPreset), old.(*settings.PodPreset))
+func (s Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidatePodPresetUpdate(obj.(*settings.PodPreset), old.(*settings.PodPreset), s.podFields)
 }
 
 // WarningsOnUpdate returns no warnings.

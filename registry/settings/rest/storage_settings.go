@@ -27,9 +27,11 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	"k8s.io/klog/v2"
 
 	"github.com/admitkit/admitkit/apis/settings"
 	"github.com/admitkit/admitkit/apis/settings/v1alpha1"
+	"github.com/admitkit/admitkit/apis/settings/validation"
 	clusterpodpresetstorage "github.com/admitkit/admitkit/registry/settings/clusterpodpreset/storage"
 	podpresetstorage "github.com/admitkit/admitkit/registry/settings/podpreset/storage"
 )
@@ -59,18 +61,32 @@ func AddToDefaultResourceConfig(c *serverstorage.ResourceConfig) {
 // not be installed. The scheme must hold the group (apis/settings/install)
 // and be the one codecs was built from; optsGetter gives each resource its
 // storage.
-func NewAPIGroupInfo(scheme *runtime.Scheme, parameterCodec runtime.ParameterCodec, codecs serializer.CodecFactory, optsGetter generic.RESTOptionsGetter, resources serverstorage.APIResourceConfigSource) (*genericapiserver.APIGroupInfo, error) {
+//
+// podFields checks what presets put into pods. A server that has
+// kube-apiserver's pod validation passes a validator built on it; nil
+// means admitkit's built-in rules (validation.BuiltinPodFields), which is
+// logged, since those let through some presets that make every pod they
+// select invalid.
+//
+// The group is served without protobuf, which its types do not implement:
+// see withoutProtobuf.
+func NewAPIGroupInfo(scheme *runtime.Scheme, parameterCodec runtime.ParameterCodec, codecs serializer.CodecFactory, optsGetter generic.RESTOptionsGetter, resources serverstorage.APIResourceConfigSource, podFields validation.PodFieldsValidator) (*genericapiserver.APIGroupInfo, error) {
 	info := genericapiserver.NewDefaultAPIGroupInfo(GroupName, scheme, parameterCodec, codecs)
+	info.NegotiatedSerializer = withoutProtobuf{codecs}
 	storage := map[string]rest.Storage{}
+	if podFields == nil && (resources.ResourceEnabled(PodPresets) || resources.ResourceEnabled(ClusterPodPresets)) {
+		klog.InfoS("settings.k8s.io checks the pod fields of presets with admitkit's built-in rules: no pod validation was handed to the registry, so a preset whose volume sources, env sources or downward API items are invalid is accepted and then makes the pods it selects invalid")
+		podFields = validation.BuiltinPodFields
+	}
 	if resources.ResourceEnabled(PodPresets) {
-		podPresets, err := podpresetstorage.NewREST(scheme, optsGetter)
+		podPresets, err := podpresetstorage.NewREST(scheme, optsGetter, podFields)
 		if err != nil {
 			return nil, fmt.Errorf("podpresets storage: %w", err)
 		}
 		storage[PodPresets.Resource] = podPresets
 	}
 	if resources.ResourceEnabled(ClusterPodPresets) {
-		clusterPodPresets, err := clusterpodpresetstorage.NewREST(scheme, optsGetter)
+		clusterPodPresets, err := clusterpodpresetstorage.NewREST(scheme, optsGetter, podFields)
 		if err != nil {
 			return nil, fmt.Errorf("clusterpodpresets storage: %w", err)
 		}

@@ -54,7 +54,7 @@ func TestNewAPIGroupInfo(t *testing.T) {
 				t.Fatal(err)
 			}
 			codecs := serializer.NewCodecFactory(registrytest.Scheme)
-			info, err := NewAPIGroupInfo(registrytest.Scheme, runtime.NewParameterCodec(registrytest.Scheme), codecs, registrytest.NewRESTOptionsGetter(t), resources)
+			info, err := NewAPIGroupInfo(registrytest.Scheme, runtime.NewParameterCodec(registrytest.Scheme), codecs, registrytest.NewRESTOptionsGetter(t), resources, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -23,6 +23,7 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 
 	"github.com/admitkit/admitkit/apis/settings"
+	"github.com/admitkit/admitkit/apis/settings/validation"
 	"github.com/admitkit/admitkit/registry/settings/clusterpodpreset"
 	"github.com/admitkit/admitkit/registry/settings/table"
 )
@@ -34,8 +35,8 @@ type REST struct {
 
 // NewREST returns the storage of clusterpodpresets for a server whose
 // scheme is typer.
-func NewREST(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter) (*REST, error) {
-	strategy := clusterpodpreset.NewStrategy(typer)
+func NewREST(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter, podFields validation.PodFieldsValidator) (*REST, error) {
+	strategy := clusterpodpreset.NewStrategy(typer, podFields)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &settings.ClusterPodPreset{} },
 		NewListFunc:               func() runtime.Object { return &settings.ClusterPodPresetList{} },

@@ -23,6 +23,7 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 
 	"github.com/admitkit/admitkit/apis/settings"
+	"github.com/admitkit/admitkit/apis/settings/validation"
 	"github.com/admitkit/admitkit/registry/settings/podpreset"
 	"github.com/admitkit/admitkit/registry/settings/table"
 )
@@ -33,8 +34,8 @@ type REST struct {
 }
 
 // NewREST returns the storage of podpresets for a server whose scheme is typer.
-func NewREST(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter) (*REST, error) {
-	strategy := podpreset.NewStrategy(typer)
+func NewREST(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter, podFields validation.PodFieldsValidator) (*REST, error) {
+	strategy := podpreset.NewStrategy(typer, podFields)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &settings.PodPreset{} },
 		NewListFunc:               func() runtime.Object { return &settings.PodPresetList{} },

@@ -31,12 +31,13 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/admitkit/admitkit/apis/settings"
+	"github.com/admitkit/admitkit/apis/settings/validation"
 	"github.com/admitkit/admitkit/registry/settings/registrytest"
 )
 
 func newStorage(t *testing.T) *REST {
 	t.Helper()
-	storage, err := NewREST(registrytest.Scheme, registrytest.NewRESTOptionsGetter(t))
+	storage, err := NewREST(registrytest.Scheme, registrytest.NewRESTOptionsGetter(t), validation.BuiltinPodFields)
 	if err != nil {
 		t.Fatalf("NewREST: %v", err)
 	}
