@@ -63,6 +63,12 @@ const PluginName = "LocationMutator"
 // an object, as "<Kind>/<name>,..." in run order.
 const AnnotationKey = "locationmutator.admission.admitkit.io/mutations"
 
+// ReinvocationAnnotationKey lists, in the same form, the mutators that
+// changed the object again when kube-apiserver reinvoked the plugin (after
+// a webhook or a MutatingAdmissionPolicy changed it). It has a key of its
+// own because an audit annotation, once added, cannot be changed.
+const ReinvocationAnnotationKey = "locationmutator.admission.admitkit.io/mutations-on-reinvocation"
+
 // Register registers the plugin. Its factory reads the plugin configuration
 // and fails (stopping kube-apiserver) on any invalid or conflicting mutator.
 func Register(plugins *admission.Plugins) {
@@ -381,18 +387,41 @@ func refuse(a admission.Attributes, err error) error {
 	return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
 }
 
+// record counts a request whose object the mutators changed, once however
+// often kube-apiserver invokes the plugin on it, and adds the audit
+// annotation of this invocation.
 func (p *Plugin) record(a admission.Attributes, res mutation.Result) {
 	if !res.Mutated() {
 		return
 	}
-	recordMutation(res)
+	key := AnnotationKey
+	if countedBefore(a) {
+		key = ReinvocationAnnotationKey
+	} else {
+		recordMutation(res)
+	}
 	value := appliedList(res)
-	if err := a.AddAnnotation(AnnotationKey, value); err != nil {
+	if err := a.AddAnnotation(key, value); err != nil {
 		klog.V(4).ErrorS(err, "LocationMutator could not record its audit annotation")
 	}
 	if klog.V(4).Enabled() {
 		klog.V(4).InfoS("LocationMutator mutated an object", "kind", a.GetKind(), "namespace", a.GetNamespace(), "name", a.GetName(), "operation", a.GetOperation(), "mutators", value, "passes", res.Passes)
 	}
+}
+
+// countedBefore reports whether an earlier invocation of the plugin on the same
+// request already counted it, and notes in the request's reinvocation
+// context that it now has.
+func countedBefore(a admission.Attributes) bool {
+	rc := a.GetReinvocationContext()
+	if rc == nil {
+		return false
+	}
+	if rc.Value(PluginName) != nil {
+		return true
+	}
+	rc.SetValue(PluginName, true)
+	return false
 }
 
 // appliedList is "<Kind>/<name>,..." of the mutators that changed the

@@ -260,3 +260,53 @@ func TestMetricsNotConvergedRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestReinvocation runs the plugin twice on one request, as kube-apiserver
+// does when a MutatingAdmissionPolicy changed the object after it: the
+// request counts once, and what the second run changed is recorded under
+// its own audit annotation, since the first cannot be overwritten.
+func TestReinvocation(t *testing.T) {
+	resetPullPolicy := func(pod *corev1.Pod) { pod.Spec.Containers[0].ImagePullPolicy = corev1.PullNever }
+	addLabel := func(pod *corev1.Pod) { pod.Labels["policy"] = "added" }
+	cases := []struct {
+		name            string
+		policy          func(*corev1.Pod) // what a policy does between the runs
+		want            map[string]float64
+		wantReinvoked string
+	}{
+		{name: "the policy changes nothing the mutators set", policy: addLabel,
+			want: map[string]float64{"objects_mutated_total": 1, "convergence_passes_count": 1, "convergence_passes_sum": 2}},
+		{name: "the policy undoes a mutation", policy: resetPullPolicy,
+			want:            map[string]float64{"objects_mutated_total": 1, "convergence_passes_count": 1, "convergence_passes_sum": 2},
+			wantReinvoked: "Assign/always-pull"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newTestPlugin(t, config(pullAlways))
+			o := admission.NewObjectInterfacesFromScheme(testScheme(t))
+			pod := threeContainerPod()
+			a := record(attrs(pod, podGVK, podGVR, pod.Namespace, pod.Name, admission.Create, ""))
+			before := requestValues(t)
+			if err := p.Admit(context.Background(), a, o); err != nil {
+				t.Fatal(err)
+			}
+			tc.policy(pod)
+			a.GetReinvocationContext().SetIsReinvoke()
+			if err := p.Admit(context.Background(), a, o); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, delta(before, requestValues(t))); diff != "" {
+				t.Errorf("metric changes (-want +got):\n%s", diff)
+			}
+			if got := a.annotations[AnnotationKey]; got != "Assign/always-pull" {
+				t.Errorf("%s = %q", AnnotationKey, got)
+			}
+			if got := a.annotations[ReinvocationAnnotationKey]; got != tc.wantReinvoked {
+				t.Errorf("%s = %q, want %q", ReinvocationAnnotationKey, got, tc.wantReinvoked)
+			}
+			if pod.Spec.Containers[0].ImagePullPolicy != corev1.PullAlways {
+				t.Errorf("imagePullPolicy %q after the second run", pod.Spec.Containers[0].ImagePullPolicy)
+			}
+		})
+	}
+}

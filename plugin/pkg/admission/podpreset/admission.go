@@ -229,7 +229,10 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 	if err := p.checkSynced(ctx, a); err != nil {
 		return err
 	}
-	podsEvaluated.Inc()
+	record := recordOf(a)
+	if firstTime(&record.evaluated) {
+		podsEvaluated.Inc()
+	}
 
 	// Presets are looked up in the request's namespace: a pod sent without
 	// metadata.namespace must not pick up another namespace's presets.
@@ -243,13 +246,19 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 		return apierrors.NewBadRequest(fmt.Sprintf("Resource was marked with kind Pod but was unable to be converted: %v", err))
 	}
 	if err := applyPresets(pod, presets); err != nil {
-		conflicts.Inc()
-		p.reportConflict(ctx, a, podMeta, presets, err)
+		if firstTime(&record.conflict) {
+			conflicts.Inc()
+			p.reportConflict(ctx, a, podMeta, presets, err)
+		}
 		return nil
 	}
-	podsInjected.Inc()
+	if firstTime(&record.injected) {
+		podsInjected.Inc()
+	}
 	for _, preset := range presets {
-		presetsApplied.WithLabelValues(preset.kind).Inc()
+		if record.firstApplied(preset) {
+			presetsApplied.WithLabelValues(preset.kind).Inc()
+		}
 	}
 	// The preset names are formatted only when they will be logged.
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {

@@ -18,6 +18,7 @@ package podpreset
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -111,28 +112,120 @@ func TestMetricsCounters(t *testing.T) {
 		},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			p, _ := newTestPlugin(t, tc.objs...)
-			if tc.notSynced {
-				p.synced = []cache.InformerSynced{func() bool { return false }}
-			}
-			before := counterValues(t)
-			attrs := admission.NewAttributesRecord(tc.pod(), nil, corev1.SchemeGroupVersion.WithKind("Pod"), testNamespace, "",
-				corev1.SchemeGroupVersion.WithResource("pods"), "", admission.Create, &metav1.CreateOptions{}, false, nil)
-			// Admitted once, not through the reinvocation tester: kube-apiserver
-			// does not reinvoke in-process plugins, and each admission counts.
-			if err := p.Admit(context.Background(), attrs, nil); (err != nil) != tc.wantErr {
-				t.Fatalf("error = %v, want an error: %v", err, tc.wantErr)
-			}
-			after := counterValues(t)
-			moved := map[string]float64{}
-			for name, v := range after {
-				if d := v - before[name]; d != 0 {
-					moved[name] = d
+		// kube-apiserver invokes the plugin a second time on the same
+		// request when a webhook or policy changed the pod after it: the
+		// request still counts once.
+		for _, invocations := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s/%d invocations", tc.name, invocations), func(t *testing.T) {
+				p, _ := newTestPlugin(t, tc.objs...)
+				if tc.notSynced {
+					p.synced = []cache.InformerSynced{func() bool { return false }}
 				}
+				before := counterValues(t)
+				attrs := admission.NewAttributesRecord(tc.pod(), nil, corev1.SchemeGroupVersion.WithKind("Pod"), testNamespace, "",
+					corev1.SchemeGroupVersion.WithResource("pods"), "", admission.Create, &metav1.CreateOptions{}, false, nil)
+				for range invocations {
+					err := p.Admit(context.Background(), attrs, nil)
+					if (err != nil) != tc.wantErr {
+						t.Fatalf("error = %v, want an error: %v", err, tc.wantErr)
+					}
+					if err != nil {
+						break // a refusal ends the request: nothing is reinvoked
+					}
+				}
+				if diff := cmp.Diff(tc.want, counterChanges(t, before)); diff != "" {
+					t.Errorf("counter changes (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// counterChanges is how far each counter moved since before, leaving out
+// those that did not move.
+func counterChanges(t *testing.T, before map[string]float64) map[string]float64 {
+	t.Helper()
+	moved := map[string]float64{}
+	for name, v := range counterValues(t) {
+		if d := v - before[name]; d != 0 {
+			moved[name] = d
+		}
+	}
+	return moved
+}
+
+// TestReinvocation runs the plugin twice on one request, as kube-apiserver
+// does after a MutatingAdmissionPolicy changed the pod between the runs:
+// the second run applies the presets that match only now, and the request
+// counts each pod, preset and conflict once, with one conflict Event.
+func TestReinvocation(t *testing.T) {
+	fromStart := podPreset("from-start", securityS2, settingsv1alpha1.PodPresetSpec{Env: []corev1.EnvVar{{Name: "FROM_START", Value: "1"}}})
+	byPolicy := podPreset("by-policy", metav1.LabelSelector{MatchLabels: map[string]string{"policy": "added"}},
+		settingsv1alpha1.PodPresetSpec{Env: []corev1.EnvVar{{Name: "BY_POLICY", Value: "1"}}})
+	conflictsByPolicy := podPreset("conflicts-by-policy", metav1.LabelSelector{MatchLabels: map[string]string{"policy": "added"}},
+		settingsv1alpha1.PodPresetSpec{Env: []corev1.EnvVar{{Name: "abc", Value: "not value2"}}})
+	conflicting := podPreset("conflict", securityS2, settingsv1alpha1.PodPresetSpec{Env: []corev1.EnvVar{{Name: "abc", Value: "not value2"}}})
+	addLabel := func(pod *corev1.Pod) { pod.Labels["policy"] = "added" }
+	changeImage := func(pod *corev1.Pod) { pod.Spec.Containers[0].Image = "changed-by-policy" }
+
+	cases := []struct {
+		name       string
+		objs       []runtime.Object
+		policy     func(*corev1.Pod) // what a policy does between the runs
+		wantEnv    []string          // env names of the first container, after both runs
+		wantCount  map[string]float64
+		wantEvents int
+	}{
+		{
+			name: "a preset the policy made match", objs: []runtime.Object{fromStart, byPolicy}, policy: addLabel,
+			wantEnv:   []string{"abc", "ABC", "FROM_START", "BY_POLICY"},
+			wantCount: map[string]float64{"pods_evaluated_total": 1, "pods_injected_total": 1, "presets_applied_total{kind=PodPreset}": 2},
+		},
+		{
+			name: "the same presets both times", objs: []runtime.Object{fromStart}, policy: changeImage,
+			wantEnv:   []string{"abc", "ABC", "FROM_START"},
+			wantCount: map[string]float64{"pods_evaluated_total": 1, "pods_injected_total": 1, "presets_applied_total{kind=PodPreset}": 1},
+		},
+		{
+			name: "a conflict both times", objs: []runtime.Object{fromStart, conflicting}, policy: changeImage,
+			wantEnv:    []string{"abc", "ABC"},
+			wantCount:  map[string]float64{"pods_evaluated_total": 1, "conflicts_total": 1},
+			wantEvents: 1,
+		},
+		{
+			name: "a conflict only the policy brought", objs: []runtime.Object{fromStart, conflictsByPolicy}, policy: addLabel,
+			wantEnv:    []string{"abc", "ABC", "FROM_START"},
+			wantCount:  map[string]float64{"pods_evaluated_total": 1, "pods_injected_total": 1, "presets_applied_total{kind=PodPreset}": 1, "conflicts_total": 1},
+			wantEvents: 1,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, events := newTestPlugin(t, tc.objs...)
+			pod := testPod()
+			before := counterValues(t)
+			attrs := admission.NewAttributesRecord(pod, nil, corev1.SchemeGroupVersion.WithKind("Pod"), testNamespace, "",
+				corev1.SchemeGroupVersion.WithResource("pods"), "", admission.Create, &metav1.CreateOptions{}, false, nil)
+			if err := p.Admit(context.Background(), attrs, nil); err != nil {
+				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, moved); diff != "" {
+			tc.policy(pod)
+			attrs.GetReinvocationContext().SetIsReinvoke()
+			if err := p.Admit(context.Background(), attrs, nil); err != nil {
+				t.Fatal(err)
+			}
+			var env []string
+			for _, e := range pod.Spec.Containers[0].Env {
+				env = append(env, e.Name)
+			}
+			if diff := cmp.Diff(tc.wantEnv, env); diff != "" {
+				t.Errorf("env (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantCount, counterChanges(t, before)); diff != "" {
 				t.Errorf("counter changes (-want +got):\n%s", diff)
+			}
+			if got := len(events.Events); got != tc.wantEvents {
+				t.Errorf("%d Events recorded, want %d", got, tc.wantEvents)
 			}
 		})
 	}
