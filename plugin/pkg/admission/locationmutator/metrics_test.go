@@ -269,15 +269,15 @@ func TestReinvocation(t *testing.T) {
 	resetPullPolicy := func(pod *corev1.Pod) { pod.Spec.Containers[0].ImagePullPolicy = corev1.PullNever }
 	addLabel := func(pod *corev1.Pod) { pod.Labels["policy"] = "added" }
 	cases := []struct {
-		name            string
-		policy          func(*corev1.Pod) // what a policy does between the runs
-		want            map[string]float64
+		name          string
+		policy        func(*corev1.Pod) // what a policy does between the runs
+		want          map[string]float64
 		wantReinvoked string
 	}{
 		{name: "the policy changes nothing the mutators set", policy: addLabel,
 			want: map[string]float64{"objects_mutated_total": 1, "convergence_passes_count": 1, "convergence_passes_sum": 2}},
 		{name: "the policy undoes a mutation", policy: resetPullPolicy,
-			want:            map[string]float64{"objects_mutated_total": 1, "convergence_passes_count": 1, "convergence_passes_sum": 2},
+			want:          map[string]float64{"objects_mutated_total": 1, "convergence_passes_count": 1, "convergence_passes_sum": 2},
 			wantReinvoked: "Assign/always-pull"},
 	}
 	for _, tc := range cases {
