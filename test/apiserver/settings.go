@@ -68,7 +68,7 @@ func openAPIDefinitions(ref openapicommon.ReferenceCallback) map[string]openapic
 // --runtime-config turns on from server, stored through optsGetter with a
 // JSON codec, and starts the settings informers after the server is up.
 func installSettingsAPI(server *genericapiserver.GenericAPIServer, optsGetter generic.RESTOptionsGetter, resources serverstorage.APIResourceConfigSource, settingsFactory settingsinformers.SharedInformerFactory) error {
-	info, err := settingsrest.NewAPIGroupInfo(legacyscheme.Scheme, legacyscheme.ParameterCodec, legacyscheme.Codecs, jsonStorage{optsGetter}, resources)
+	info, err := settingsrest.NewAPIGroupInfo(legacyscheme.Scheme, legacyscheme.ParameterCodec, legacyscheme.Codecs, jsonStorage{optsGetter}, resources, podFields)
 	if err != nil {
 		return fmt.Errorf("settings.k8s.io storage: %w", err)
 	}
