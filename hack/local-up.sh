@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds and starts admitkit's kube-apiserver on 127.0.0.1 with PodPreset,
 # NodeRestriction and LocationMutator enabled, an embedded etcd, a token file
-# with an admin and a node identity, and kubeconfigs for both; then prints
-# kubectl commands to try against hack/examples/. Ctrl-C stops it; running
+# with an admin and a node identity, and kubeconfigs for both, and Kubernetes'
+# own kube-controller-manager beside it, as in every cluster (namespace
+# deletion, garbage collection, the admin/edit/view role aggregation); then
+# prints kubectl commands to try against hack/examples/. Ctrl-C stops it; running
 # the script again restarts it on the same data.
 #
 # With HA=1 it runs what a highly available control plane runs, on this one
@@ -14,6 +16,7 @@
 # Environment:
 #   DATA_DIR      data directory (default _output/local-up)
 #   SECURE_PORT   port to serve on (default 6443)
+#   KCM_PORT      kube-controller-manager's secure port (default 10257)
 #   NODE_NAME     the node identity (default node-1)
 #   SKIP_BUILD    set to reuse the binaries in _output/bin
 #   HA            set to 1 for three etcd members and two apiservers
@@ -36,13 +39,16 @@ DATA_DIR=$(cd "${DATA_DIR}" && pwd)
 if [[ -z "${SKIP_BUILD:-}" ]]; then
     echo "Building admitkit-apiserver and kubectl into ${BIN_DIR} (a few minutes the first time)..."
     (cd test && go build -o "${BIN_DIR}/admitkit-apiserver" ./cmd/admitkit-apiserver \
-        && go build -o "${BIN_DIR}/kubectl" k8s.io/kubernetes/cmd/kubectl)
+        && go build -o "${BIN_DIR}/kubectl" k8s.io/kubernetes/cmd/kubectl \
+        && go build -o "${KCM}" k8s.io/kubernetes/cmd/kube-controller-manager)
     if [[ -n "${HA}" ]]; then
         (cd test && go build -o "${BIN_DIR}/admitkit-etcd" ./cmd/admitkit-etcd)
     fi
 fi
 APISERVER="${BIN_DIR}/admitkit-apiserver"
 KUBECTL="${BIN_DIR}/kubectl"
+KCM="${BIN_DIR}/kube-controller-manager"
+KCM_PORT=${KCM_PORT:-10257}
 
 # Tokens are made once and kept, so kubeconfigs stay valid across restarts.
 TOKENS="${DATA_DIR}/tokens.csv"
@@ -61,6 +67,12 @@ if [[ -z "${NODE_TOKEN}" ]]; then
     echo "${TOKENS} has no identity for node ${NODE_NAME}; remove the file to start over" >&2
     exit 1
 fi
+# Added on its own: data directories from before the controller manager
+# have a token file without it.
+if ! grep -q ",system:kube-controller-manager," "${TOKENS}"; then
+    echo "$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'),system:kube-controller-manager,kube-controller-manager" >> "${TOKENS}"
+fi
+KCM_TOKEN=$(grep ",system:kube-controller-manager," "${TOKENS}" | cut -d, -f1)
 
 write_kubeconfig() { # file user token port certificate-authority
     cat > "$1" <<KUBECONFIG
@@ -88,8 +100,12 @@ ADMIN_KUBECONFIG="${DATA_DIR}/admin.kubeconfig"
 NODE_KUBECONFIG="${DATA_DIR}/${NODE_NAME}.kubeconfig"
 write_kubeconfig "${ADMIN_KUBECONFIG}" admin "${ADMIN_TOKEN}" "${SECURE_PORT}" "${DATA_DIR}/certs/apiserver.crt"
 write_kubeconfig "${NODE_KUBECONFIG}" "system:node:${NODE_NAME}" "${NODE_TOKEN}" "${SECURE_PORT}" "${DATA_DIR}/certs/apiserver.crt"
+KCM_KUBECONFIG="${DATA_DIR}/kube-controller-manager.kubeconfig"
+write_kubeconfig "${KCM_KUBECONFIG}" system:kube-controller-manager "${KCM_TOKEN}" "${SECURE_PORT}" "${DATA_DIR}/certs/apiserver.crt"
 
-# Everything started here is stopped on exit: the apiservers, then etcd.
+# Everything started here is stopped on exit: the controller manager, the
+# apiservers, then etcd.
+KCM_PIDS=()
 APISERVER_PIDS=()
 ETCD_PIDS=()
 stop_all() { # pid...
@@ -107,6 +123,7 @@ stop_all() { # pid...
 stop() {
     trap - INT TERM EXIT
     echo
+    stop_all ${KCM_PIDS[@]+"${KCM_PIDS[@]}"}
     stop_all ${APISERVER_PIDS[@]+"${APISERVER_PIDS[@]}"}
     stop_all ${ETCD_PIDS[@]+"${ETCD_PIDS[@]}"}
     echo "Stopped. Run hack/local-up.sh again to restart on the same data (${DATA_DIR})."
@@ -190,6 +207,20 @@ else
     wait_ready "${APISERVER_PIDS[1]}" "${ADMIN_KUBECONFIG_2}" "${SECOND_LOG}"
 fi
 
+# Kubernetes' own kube-controller-manager, with every controller it runs by
+# default, each under its own service account as kubeadm sets it up. No
+# kubelet runs here, so the node lifecycle controller marks Nodes
+# unreachable after a minute, as it would in any cluster.
+KCM_LOG="${DATA_DIR}/kube-controller-manager.log"
+echo "Starting kube-controller-manager (log in ${KCM_LOG})..."
+"${KCM}" --kubeconfig="${KCM_KUBECONFIG}" \
+    --bind-address=127.0.0.1 --secure-port="${KCM_PORT}" \
+    --use-service-account-credentials=true \
+    --service-account-private-key-file="${DATA_DIR}/service-account.key" \
+    --root-ca-file="${DATA_DIR}/certs/apiserver.crt" \
+    >"${KCM_LOG}" 2>&1 &
+KCM_PIDS+=($!)
+
 K="${KUBECTL#"${ROOT}/"} --kubeconfig=${ADMIN_KUBECONFIG#"${ROOT}/"}"
 N="${KUBECTL#"${ROOT}/"} --kubeconfig=${NODE_KUBECONFIG#"${ROOT}/"}"
 cat <<EOF
@@ -212,6 +243,14 @@ admitkit-apiserver is ready. From ${ROOT}, try:
 
   # a pod that conflicts with a preset is admitted without presets, with a warning
   ${K} apply -f hack/examples/conflicting-pod.yaml
+
+  # kube-controller-manager aggregates preset access into the admin role...
+  ${K} create rolebinding shop-admin -n shop --clusterrole=admin --user=shop-admin
+  ${K} auth can-i create podpresets -n shop --as=shop-admin
+  # ...and deletes a namespace with everything in it, presets included
+  ${K} create namespace scratch
+  ${K} create -n scratch -f hack/examples/podpreset.yaml
+  ${K} delete namespace scratch
 
   # LocationMutator mutators from the API (watchMutators): Gatekeeper's own kinds, live
   ${K} get crd assign.mutations.gatekeeper.sh assignmetadata.mutations.gatekeeper.sh modifyset.mutations.gatekeeper.sh assignimage.mutations.gatekeeper.sh

@@ -80,14 +80,18 @@ func run(m *testing.M) int {
 	server = srv
 	ctx, stopControllers := context.WithCancel(context.Background())
 	defer stopControllers()
-	if err := framework.RunWorkloadControllers(ctx, srv.AdminConfig()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	controllersDone, err := startControllerManager(ctx, srv)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting kube-controller-manager: %v\n(server log: %s)\n", err, logFile.Name())
 		return 1
 	}
 
 	code := m.Run()
 	// The controllers' watches would hold the server's graceful shutdown.
 	stopControllers()
+	if err := <-controllersDone; err != nil {
+		fmt.Fprintf(os.Stderr, "kube-controller-manager: %v\n", err)
+	}
 	if err := srv.Cleanup(); err != nil {
 		fmt.Fprintf(os.Stderr, "stopping kube-apiserver: %v\n", err)
 	}

@@ -18,6 +18,7 @@ package admitkit
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,6 +91,14 @@ func TestPodPresetRBAC(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("namespace admin cannot create a PodPreset: %v", err)
+	}
+	// As an administrator would check it, through kube-controller-manager's
+	// aggregation of the roles into admin and view.
+	for user, want := range map[string]string{"preset-admin": "yes", "preset-viewer": "no"} {
+		r := kubectl(t, "", "auth", "can-i", "create", "podpresets", "-n", ns, "--as="+user)
+		if got := strings.TrimSpace(r.Stdout); got != want {
+			t.Errorf("kubectl auth can-i create podpresets --as=%s: %q (%v), want %s", user, got, r.Err, want)
+		}
 	}
 
 	var got *settingsv1alpha1.PodPreset
