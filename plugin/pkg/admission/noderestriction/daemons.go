@@ -104,7 +104,7 @@ func (p *Plugin) validateScoped(acct *scopedAccount, a admission.Attributes, o a
 	f := familyOf(a)
 	nodeName := credentialNode(a.GetUserInfo())
 	if nodeName == "" {
-		d := forbid(reasonUnknownNode, fmt.Errorf("NodeRestriction holds service account %s to the node its pod runs on, but this credential names no node (no %s extra: a legacy Secret token, or a token not bound to a pod scheduled to a node)",
+		d := forbid(reasonUnknownNode, fmt.Errorf("NodeRestriction holds service account %s to the node its pod runs on, but this credential names no single node in its %s extra (a legacy Secret token, or a token not bound to a pod scheduled to a node, names none)",
 			acct.name, serviceaccount.NodeNameKey))
 		record(f, d)
 		return d.errorFor(a, "")
