@@ -92,9 +92,9 @@ type Plugin struct {
 	*admission.Handler
 	nodeIdentifier NodeIdentifier
 	allow          allowances
-	// scoped are the node-scoped service accounts by user name; nil when
-	// none are configured.
-	scoped map[string]*scopedAccount
+	// scoped are the node-scoped service accounts; nil when none are
+	// configured.
+	scoped *scopedAccounts
 
 	podsGetter           corev1listers.PodLister
 	nodesGetter          corev1listers.NodeLister

@@ -22,6 +22,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/apiserver/pkg/authentication/user"
 )
 
 // FuzzLoadConfiguration: whatever the bytes, loading must not panic; a
@@ -53,7 +54,7 @@ func FuzzLoadConfiguration(f *testing.F) {
 			t.Fatalf("kubelets may set reserved labels: only %v are forbidden", got)
 		}
 		for _, sa := range cfg.NodeScopedServiceAccounts {
-			acct := p.scoped[serviceaccount.MakeUsername(sa.Namespace, sa.Name)]
+			acct := p.scopedAccountOf(&user.DefaultInfo{Name: serviceaccount.MakeUsername(sa.Namespace, sa.Name)})
 			if acct == nil {
 				t.Fatalf("service account %s/%s is listed but not held to its node", sa.Namespace, sa.Name)
 			}

@@ -52,19 +52,30 @@ type scopedAccount struct {
 	allow allowances
 }
 
-// newScopedAccounts indexes the node-scoped accounts of cfg by the user
-// name their tokens authenticate as; nil when there are none, which keeps
-// other users' requests to a nil check.
-func newScopedAccounts(cfg *v1alpha1.Configuration) map[string]*scopedAccount {
+// scopedAccounts are the node-scoped accounts by the user name their
+// tokens authenticate as.
+type scopedAccounts struct {
+	byUser map[string]*scopedAccount
+	// lengths has bit len%64 set for the length of each listed user name:
+	// most other service accounts are ruled out by it, without hashing
+	// their name, so that they pay next to nothing for the feature.
+	lengths uint64
+}
+
+// newScopedAccounts indexes the node-scoped accounts of cfg; nil when
+// there are none, which keeps other users' requests to a nil check.
+func newScopedAccounts(cfg *v1alpha1.Configuration) *scopedAccounts {
 	if cfg == nil || len(cfg.NodeScopedServiceAccounts) == 0 {
 		return nil
 	}
-	accounts := make(map[string]*scopedAccount, len(cfg.NodeScopedServiceAccounts))
+	accounts := &scopedAccounts{byUser: make(map[string]*scopedAccount, len(cfg.NodeScopedServiceAccounts))}
 	for _, sa := range cfg.NodeScopedServiceAccounts {
-		accounts[serviceaccount.MakeUsername(sa.Namespace, sa.Name)] = &scopedAccount{
+		userName := serviceaccount.MakeUsername(sa.Namespace, sa.Name)
+		accounts.byUser[userName] = &scopedAccount{
 			name:  sa.Namespace + "/" + sa.Name,
 			allow: newAllowances(sa.AllowedLabels, sa.AllowedLabelPrefixes, sa.AllowedTaintKeys),
 		}
+		accounts.lengths |= 1 << (len(userName) % 64)
 	}
 	return accounts
 }
@@ -78,10 +89,10 @@ func (p *Plugin) scopedAccountOf(u user.Info) *scopedAccount {
 		return nil
 	}
 	name := u.GetName()
-	if !strings.HasPrefix(name, serviceaccount.ServiceAccountUsernamePrefix) {
+	if p.scoped.lengths&(1<<(len(name)%64)) == 0 || !strings.HasPrefix(name, serviceaccount.ServiceAccountUsernamePrefix) {
 		return nil
 	}
-	return p.scoped[name]
+	return p.scoped.byUser[name]
 }
 
 // credentialNode returns the node u's credential names, "" for none or an

@@ -74,6 +74,9 @@ func daemonCases() []Case {
 	twoNodes := DaemonUser("kube-system", "agent", "mynode")
 	twoNodes.Extra[serviceaccount.NodeNameKey] = []string{"mynode", "othernode"}
 	unlisted := DaemonUser("kube-system", "other-agent", "mynode")
+	// As long as the listed name, which the plugin's length filter lets
+	// through to the lookup.
+	sameLength := DaemonUser("kube-system", "agenx", "mynode")
 	elsewhere := DaemonUser("default", "agent", "mynode")
 
 	node := func(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
@@ -206,6 +209,8 @@ func daemonCases() []Case {
 			Attrs: Request(lease, nil, coordinationv1.SchemeGroupVersion.WithKind("Lease"), gvrLeasesV1, "kube-system", "agent", "", admission.Create, agent)},
 		{Name: "unlisted service account on a node: another node", Config: cfg,
 			Attrs: Request(node("othernode", map[string]string{"x": "y"}), node("othernode", nil), kindNode, gvrNodes, "", "othernode", "", admission.Update, unlisted)},
+		{Name: "unlisted service account named as long as the listed one: another node", Config: cfg,
+			Attrs: Request(node("othernode", map[string]string{"x": "y"}), node("othernode", nil), kindNode, gvrNodes, "", "othernode", "", admission.Update, sameLength)},
 		{Name: "same name in another namespace: another node's pod", Config: cfg, Pods: pods,
 			Attrs: Request(theirs, theirs, kindPod, gvrPods, "ns", "otherpod", "", admission.Update, elsewhere)},
 		{Name: "listed account without a configuration of daemons", Pods: pods,
