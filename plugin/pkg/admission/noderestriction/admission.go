@@ -198,12 +198,13 @@ var (
 // read or anything is counted. It matches
 // on the request's group and resource, whatever the version.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-	nodeName, isNode := p.nodeIdentifier.NodeIdentity(a.GetUserInfo())
+	u := a.GetUserInfo()
+	nodeName, isNode := p.nodeIdentifier.NodeIdentity(u)
 	if !isNode {
 		if p.scoped == nil {
 			return nil
 		}
-		if acct := p.scopedAccountOf(a.GetUserInfo()); acct != nil {
+		if acct := p.scopedAccountOf(u); acct != nil {
 			return p.validateScoped(acct, a, o)
 		}
 		return nil

@@ -89,10 +89,19 @@ func (p *Plugin) scopedAccountOf(u user.Info) *scopedAccount {
 		return nil
 	}
 	name := u.GetName()
-	if p.scoped.lengths&(1<<(len(name)%64)) == 0 || !strings.HasPrefix(name, serviceaccount.ServiceAccountUsernamePrefix) {
+	if p.scoped.lengths&(1<<(len(name)%64)) == 0 {
 		return nil
 	}
-	return p.scoped.byUser[name]
+	return p.scoped.lookup(name)
+}
+
+// lookup is scopedAccountOf past the length filter, apart so that the
+// filter inlines into Validate.
+func (s *scopedAccounts) lookup(name string) *scopedAccount {
+	if !strings.HasPrefix(name, serviceaccount.ServiceAccountUsernamePrefix) {
+		return nil
+	}
+	return s.byUser[name]
 }
 
 // credentialNode returns the node u's credential names, "" for none or an
