@@ -21,7 +21,9 @@ limitations under the License.
 // judges the object after every mutating plugin and webhook has run), reads
 // k8s.io/api types, converting kube-apiserver's internal objects only when a
 // rule needs their content, and takes an optional configuration that lets
-// nodes set chosen labels and taints on themselves (kubernetes#95159).
+// nodes set chosen labels and taints on themselves (kubernetes#95159) and
+// holds chosen service accounts, those of node daemons, to the node their
+// pod-bound token names (kubernetes/enhancements#4935).
 package noderestriction
 
 import (
