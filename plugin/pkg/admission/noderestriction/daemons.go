@@ -38,7 +38,8 @@ import (
 // kube-apiserver puts into a service account token bound to a pod
 // scheduled to a node (ServiceAccountTokenPodNodeInfo, GA and locked on
 // since 1.32), or to a Node. The token authenticator checks on every
-// request that the bound pod still exists with the token's UID, and a
+// request that the bound pod still exists with the token's UID (with
+// --service-account-lookup, the default), and a
 // pod's spec.nodeName never changes once set, so the name is as current
 // as the pod. The node-uid extra is not used: a kubelet is identified by
 // its node's name alone, the uid is empty when the Node did not exist when
