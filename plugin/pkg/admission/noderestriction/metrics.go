@@ -254,7 +254,7 @@ func record(f family, d *denial) {
 // lookupDenial refuses a request whose object lookup in an informer's cache
 // failed: not found is passed on as it is, since clients retry it; any
 // other failure is Forbidden.
-func lookupDenial(a admission.Attributes, err error) *denial {
+func lookupDenial(err error) *denial {
 	if apierrors.IsNotFound(err) {
 		return refuse(reasonObjectNotFound, err)
 	}

@@ -53,7 +53,7 @@ func (p *Plugin) validatePod(nodeName string, a admission.Attributes, o admissio
 func (p *Plugin) validatePodDelete(nodeName string, a admission.Attributes) *denial {
 	pod, err := p.podsGetter.Pods(a.GetNamespace()).Get(a.GetName())
 	if err != nil {
-		return lookupDenial(a, err)
+		return lookupDenial(err)
 	}
 	if pod.Spec.NodeName != nodeName {
 		return forbid(reasonOtherNodeObject, fmt.Errorf("node %q can only delete pods with spec.nodeName set to itself", nodeName))
@@ -212,7 +212,7 @@ func (p *Plugin) validatePodEviction(nodeName string, a admission.Attributes, o 
 	}
 	pod, err := p.podsGetter.Pods(a.GetNamespace()).Get(podName)
 	if err != nil {
-		return lookupDenial(a, err)
+		return lookupDenial(err)
 	}
 	if pod.Spec.NodeName != nodeName {
 		return forbid(reasonOtherNodeObject, fmt.Errorf("node %s can only evict pods with spec.nodeName set to itself", nodeName))

@@ -57,7 +57,7 @@ func (p *Plugin) validateServiceAccount(ctx context.Context, nodeName string, a 
 	}
 	pod, err := p.podsGetter.Pods(a.GetNamespace()).Get(ref.Name)
 	if err != nil {
-		return lookupDenial(a, err)
+		return lookupDenial(err)
 	}
 	if ref.UID != pod.UID {
 		return forbid(reasonUIDMismatch, fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
