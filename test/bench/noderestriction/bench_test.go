@@ -24,6 +24,8 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	api "k8s.io/kubernetes/pkg/apis/core"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
 )
 
 // BenchmarkNodeRestriction runs each hot request, on internal objects, through upstream's plugin
@@ -53,6 +55,39 @@ func BenchmarkNodeRestriction(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkNodeDaemons puts a node-scoped daemon's requests beside the
+// kubelet's same requests, and other users' requests to a plugin with
+// daemons configured beside upstream's, in one run.
+func BenchmarkNodeDaemons(b *testing.B) {
+	p := newPlugins(b, storedPod(), storedNode())
+	ctx := context.Background()
+	daemon := cases.DaemonUser("kube-system", "agent", "mynode")
+	for _, s := range hotShapes(b) {
+		switch s.name {
+		case "non-node-request":
+			b.Run(s.name, func(b *testing.B) {
+				b.Run("upstream", func(b *testing.B) {
+					run(b, s.attrs, func(a admission.Attributes) error { return p.upstream.Admit(ctx, a, objectInterfaces) })
+				})
+				b.Run("admitkit-daemons-configured", func(b *testing.B) {
+					run(b, s.attrs, func(a admission.Attributes) error { return p.daemons.Validate(ctx, a, objectInterfaces) })
+				})
+			})
+		case "node-label-update", "node-status-update", "pod-status-update":
+			asDaemon := admission.NewAttributesRecord(s.attrs.GetObject(), s.attrs.GetOldObject(), s.attrs.GetKind(), s.attrs.GetNamespace(), s.attrs.GetName(),
+				s.attrs.GetResource(), s.attrs.GetSubresource(), s.attrs.GetOperation(), s.attrs.GetOperationOptions(), false, daemon)
+			b.Run(s.name, func(b *testing.B) {
+				b.Run("admitkit-kubelet", func(b *testing.B) {
+					run(b, s.attrs, func(a admission.Attributes) error { return p.daemons.Validate(ctx, a, objectInterfaces) })
+				})
+				b.Run("admitkit-daemon", func(b *testing.B) {
+					run(b, asDaemon, func(a admission.Attributes) error { return p.daemons.Validate(ctx, a, objectInterfaces) })
+				})
+			})
+		}
+	}
 }
 
 func run(b *testing.B, attrs admission.Attributes, check func(admission.Attributes) error) {

@@ -48,6 +48,7 @@ import (
 	upstream "k8s.io/kubernetes/plugin/pkg/admission/noderestriction"
 
 	admitkit "github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/apis/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
 )
 
@@ -79,6 +80,9 @@ func (noOpinion) Authorize(context.Context, authorizer.Attributes) (authorizer.D
 type plugins struct {
 	upstream admission.MutationInterface
 	admitkit admission.ValidationInterface
+	// daemons is admitkit's plugin with node-scoped service accounts
+	// configured (cases.DaemonConfig).
+	daemons admission.ValidationInterface
 }
 
 func newPlugins(t testing.TB, objs ...runtime.Object) plugins {
@@ -107,7 +111,14 @@ func newPlugins(t testing.TB, objs ...runtime.Object) plugins {
 		t.Fatalf("upstream: %v", err)
 	}
 
-	ours, err := admitkit.NewPlugin(admitkit.NewDefaultNodeIdentifier(), nil)
+	ours := newAdmitkit(t, factory, nil)
+	daemons := newAdmitkit(t, factory, cases.DaemonConfig())
+	return plugins{upstream: up, admitkit: ours, daemons: daemons}
+}
+
+func newAdmitkit(t testing.TB, factory informers.SharedInformerFactory, cfg *v1alpha1.Configuration) *admitkit.Plugin {
+	t.Helper()
+	ours, err := admitkit.NewPlugin(admitkit.NewDefaultNodeIdentifier(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +128,7 @@ func newPlugins(t testing.TB, objs ...runtime.Object) plugins {
 	if err := ours.ValidateInitialization(); err != nil {
 		t.Fatalf("admitkit: %v", err)
 	}
-	return plugins{upstream: up, admitkit: ours}
+	return ours
 }
 
 // internal defaults a versioned object and converts it to its internal

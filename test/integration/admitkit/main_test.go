@@ -104,7 +104,8 @@ func run(m *testing.M) int {
 }
 
 // serverConfig is the one server of this package: two nodes, the
-// NodeRestriction allowances of noderestriction_test.go and the mutators of
+// NodeRestriction allowances of noderestriction_test.go and the node daemon
+// of nodedaemons_test.go, the mutators of
 // locationmutator_test.go, scoped to namespaces named lm-* so that they
 // leave the other tests' objects alone, and the mutators from the API of
 // livemutators_test.go (in live-* namespaces).
@@ -127,6 +128,10 @@ plugins:
     allowedLabels: ["node-role.kubernetes.io/worker"]
     allowedLabelPrefixes: ["partner.kubernetes.io"]
     allowedTaintKeys: ["example.com/maintenance"]
+    nodeScopedServiceAccounts:
+    - namespace: nr-daemon
+      name: agent
+      allowedLabelPrefixes: ["feature.node.kubernetes.io"]
 - name: LocationMutator
   configuration:
     apiVersion: locationmutator.admission.admitkit.io/v1alpha1

@@ -21,7 +21,9 @@ limitations under the License.
 // judges the object after every mutating plugin and webhook has run), reads
 // k8s.io/api types, converting kube-apiserver's internal objects only when a
 // rule needs their content, and takes an optional configuration that lets
-// nodes set chosen labels and taints on themselves (kubernetes#95159).
+// nodes set chosen labels and taints on themselves (kubernetes#95159) and
+// holds chosen service accounts, those of node daemons, to the node their
+// pod-bound token names (kubernetes/enhancements#4935).
 package noderestriction
 
 import (
@@ -70,11 +72,20 @@ func NewPlugin(nodeIdentifier NodeIdentifier, config *v1alpha1.Configuration) (*
 		klog.InfoS("Warning: NodeRestriction lets every node set a label that workloads are steered by; a compromised node can use it to draw them",
 			"allowedLabel", label)
 	}
+	if config != nil {
+		for _, sa := range config.NodeScopedServiceAccounts {
+			for _, label := range steeringKeys(sa.AllowedLabels, sa.AllowedLabelPrefixes) {
+				klog.InfoS("Warning: NodeRestriction lets a node daemon set a label on its node that workloads are steered by; a compromised daemon can use it to draw them",
+					"serviceAccount", sa.Namespace+"/"+sa.Name, "allowedLabel", label)
+			}
+		}
+	}
 	registerMetrics()
 	return &Plugin{
 		Handler:        admission.NewHandler(admission.Create, admission.Update, admission.Delete),
 		nodeIdentifier: nodeIdentifier,
-		allow:          newAllowances(config),
+		allow:          kubeletAllowances(config),
+		scoped:         newScopedAccounts(config),
 	}, nil
 }
 
@@ -83,6 +94,9 @@ type Plugin struct {
 	*admission.Handler
 	nodeIdentifier NodeIdentifier
 	allow          allowances
+	// scoped are the node-scoped service accounts; nil when none are
+	// configured.
+	scoped *scopedAccounts
 
 	podsGetter           corev1listers.PodLister
 	nodesGetter          corev1listers.NodeLister
@@ -181,19 +195,27 @@ var (
 	podCertificateRequestResource = schema.GroupResource{Group: "certificates.k8s.io", Resource: "podcertificaterequests"}
 )
 
-// Validate judges a request from a node; requests from anyone else pass
-// untouched, before any object is read or anything is counted. It matches
+// Validate judges a request from a node, or from a node-scoped service
+// account; requests from anyone else pass untouched, before any object is
+// read or anything is counted. It matches
 // on the request's group and resource, whatever the version.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-	nodeName, isNode := p.nodeIdentifier.NodeIdentity(a.GetUserInfo())
+	u := a.GetUserInfo()
+	nodeName, isNode := p.nodeIdentifier.NodeIdentity(u)
 	if !isNode {
+		if p.scoped == nil {
+			return nil
+		}
+		if acct := p.scopedAccountOf(u); acct != nil {
+			return p.validateScoped(acct, a, o)
+		}
 		return nil
 	}
 	f := familyOf(a)
 	d := p.judge(ctx, nodeName, f, a, o)
 	record(f, d)
 	if d != nil {
-		return d.err
+		return d.errorFor(a, "")
 	}
 	return nil
 }
@@ -202,13 +224,13 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, o admissi
 func (p *Plugin) judge(ctx context.Context, nodeName string, f family, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	if nodeName == "" {
 		// A node credential that names no node cannot be held to any node.
-		return forbid(a, reasonUnknownNode, fmt.Errorf("could not determine node from user %q", a.GetUserInfo().GetName()))
+		return forbid(reasonUnknownNode, fmt.Errorf("could not determine node from user %q", a.GetUserInfo().GetName()))
 	}
 
 	switch f {
 	case familyPods:
 		if a.GetSubresource() != "" {
-			return forbid(a, reasonUnsupportedRequest, fmt.Errorf("unexpected pod subresource %q, only 'status' and 'eviction' are allowed", a.GetSubresource()))
+			return forbid(reasonUnsupportedRequest, fmt.Errorf("unexpected pod subresource %q, only 'status' and 'eviction' are allowed", a.GetSubresource()))
 		}
 		return p.validatePod(nodeName, a, o)
 	case familyPodStatus:
@@ -219,7 +241,7 @@ func (p *Plugin) judge(ctx context.Context, nodeName string, f family, a admissi
 		return p.validateNode(nodeName, a, o)
 	case familyPVCs:
 		if a.GetSubresource() != "status" {
-			return forbid(a, reasonUnsupportedRequest, fmt.Errorf("may only update PVC status"))
+			return forbid(reasonUnsupportedRequest, fmt.Errorf("may only update PVC status"))
 		}
 		return p.validatePVCStatus(nodeName, a, o)
 	case familyServiceAccounts:
@@ -231,7 +253,7 @@ func (p *Plugin) judge(ctx context.Context, nodeName string, f family, a admissi
 	case familyCSINodes:
 		return p.validateCSINode(nodeName, a, o)
 	case familyResourceSlices:
-		return p.validateResourceSlice(nodeName, a, o)
+		return validateResourceSlice(nodeName, false, a, o)
 	case familyCSRs:
 		if p.gates.insecureKubeletCSRsPermitted {
 			return nil

@@ -52,17 +52,17 @@ func (p *Plugin) validateCSR(nodeName string, a admission.Attributes, o admissio
 	}
 	signer, request, err := csrSignerAndRequest(a.GetObject(), o)
 	if err != nil {
-		return forbid(a, reasonUnreadableObject, err)
+		return forbid(reasonUnreadableObject, err)
 	}
 	if signer != certificatesv1.KubeletServingSignerName && signer != certificatesv1.KubeAPIServerClientKubeletSignerName {
 		return nil
 	}
 	csr, err := parseCSR(request)
 	if err != nil {
-		return forbid(a, reasonUnreadableObject, fmt.Errorf("unable to parse csr: %w", err))
+		return forbid(reasonUnreadableObject, fmt.Errorf("unable to parse csr: %w", err))
 	}
 	if csr.Subject.CommonName != nodeUserNamePrefix+nodeName {
-		return forbid(a, reasonOtherNodeObject, fmt.Errorf("can only create a node CSR with CN=system:node:%s", nodeName))
+		return forbid(reasonOtherNodeObject, fmt.Errorf("can only create a node CSR with CN=system:node:%s", nodeName))
 	}
 	return nil
 }
@@ -121,30 +121,30 @@ func podCertificateRequestSpec(obj runtime.Object, o admission.ObjectInterfaces)
 // retry; the others are Forbidden.
 func (p *Plugin) validatePodCertificateRequest(ctx context.Context, nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	if !p.gates.podCertificateRequests {
-		return forbid(a, reasonFeatureDisabled, fmt.Errorf("PodCertificateRequest feature gate is disabled"))
+		return forbid(reasonFeatureDisabled, fmt.Errorf("PodCertificateRequest feature gate is disabled"))
 	}
 	if a.GetOperation() != admission.Create {
-		return forbid(a, reasonUnsupportedRequest, fmt.Errorf("unexpected operation %v", a.GetOperation()))
+		return forbid(reasonUnsupportedRequest, fmt.Errorf("unexpected operation %v", a.GetOperation()))
 	}
 	if a.GetSubresource() != "" {
-		return forbid(a, reasonUnsupportedRequest, fmt.Errorf("unexpected subresource %v", a.GetSubresource()))
+		return forbid(reasonUnsupportedRequest, fmt.Errorf("unexpected subresource %v", a.GetSubresource()))
 	}
 	req, err := podCertificateRequestSpec(a.GetObject(), o)
 	if err != nil {
-		return forbid(a, reasonUnreadableObject, err)
+		return forbid(reasonUnreadableObject, err)
 	}
 	namespace := a.GetNamespace()
 	podKey := namespace + "/" + req.podName
 
 	if string(req.nodeName) != nodeName {
-		return forbid(a, reasonOtherNodeObject, fmt.Errorf("PodCertificateRequest.Spec.NodeName=%q, which is not the requesting node %q", req.nodeName, nodeName))
+		return forbid(reasonOtherNodeObject, fmt.Errorf("PodCertificateRequest.Spec.NodeName=%q, which is not the requesting node %q", req.nodeName, nodeName))
 	}
 	node, err := p.nodesGetter.Get(string(req.nodeName))
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return refuse(reasonObjectNotFound, fmt.Errorf("while retrieving node %q named in the PodCertificateRequest: %w", req.nodeName, err))
 		}
-		return forbid(a, reasonLookupFailed, fmt.Errorf("while retrieving node %q named in the PodCertificateRequest: %w", req.nodeName, err))
+		return forbid(reasonLookupFailed, fmt.Errorf("while retrieving node %q named in the PodCertificateRequest: %w", req.nodeName, err))
 	}
 	if node.UID != req.nodeUID {
 		return refuse(reasonUIDMismatch, fmt.Errorf("PodCertificateRequest for pod %q names node UID %q, inconsistent with the running node (%q)", podKey, req.nodeUID, node.UID))
@@ -155,34 +155,34 @@ func (p *Plugin) validatePodCertificateRequest(ctx context.Context, nodeName str
 		if apierrors.IsNotFound(err) {
 			return refuse(reasonObjectNotFound, fmt.Errorf("while retrieving pod %q named in the PodCertificateRequest: %w", podKey, err))
 		}
-		return forbid(a, reasonLookupFailed, fmt.Errorf("while retrieving pod %q named in the PodCertificateRequest: %w", podKey, err))
+		return forbid(reasonLookupFailed, fmt.Errorf("while retrieving pod %q named in the PodCertificateRequest: %w", podKey, err))
 	}
 	if req.podUID != pod.UID {
 		return refuse(reasonUIDMismatch, fmt.Errorf("PodCertificateRequest for pod %q contains pod UID (%q) which differs from running pod %q", podKey, req.podUID, string(pod.UID)))
 	}
 	if pod.Spec.NodeName != string(req.nodeName) {
-		return forbid(a, reasonOtherNodeObject, fmt.Errorf("pod %q is not running on node %q named in the PodCertificateRequest", podKey, req.nodeName))
+		return forbid(reasonOtherNodeObject, fmt.Errorf("pod %q is not running on node %q named in the PodCertificateRequest", podKey, req.nodeName))
 	}
 	// A mirror pod's spec comes from the node itself, so it proves nothing.
 	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
-		return forbid(a, reasonMirrorPodCertificate, fmt.Errorf("pod %q is a mirror pod", podKey))
+		return forbid(reasonMirrorPodCertificate, fmt.Errorf("pod %q is a mirror pod", podKey))
 	}
 	// The UIDs matched, so a different name is no informer lag.
 	if req.serviceAccountName != pod.Spec.ServiceAccountName {
-		return forbid(a, reasonServiceAccountMismatch, fmt.Errorf("PodCertificateRequest for pod %q contains serviceAccountName (%q) that differs from running pod (%q)", podKey, req.serviceAccountName, pod.Spec.ServiceAccountName))
+		return forbid(reasonServiceAccountMismatch, fmt.Errorf("PodCertificateRequest for pod %q contains serviceAccountName (%q) that differs from running pod (%q)", podKey, req.serviceAccountName, pod.Spec.ServiceAccountName))
 	}
 	sa, err := p.serviceAccountGetter.ServiceAccounts(namespace).Get(req.serviceAccountName)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return refuse(reasonObjectNotFound, fmt.Errorf("while retrieving service account %q named in the PodCertificateRequest: %w", namespace+"/"+req.serviceAccountName, err))
 		}
-		return forbid(a, reasonLookupFailed, fmt.Errorf("while retrieving service account %q named in the PodCertificateRequest: %w", namespace+"/"+req.serviceAccountName, err))
+		return forbid(reasonLookupFailed, fmt.Errorf("while retrieving service account %q named in the PodCertificateRequest: %w", namespace+"/"+req.serviceAccountName, err))
 	}
 	if req.serviceAccountUID != sa.UID {
 		return refuse(reasonUIDMismatch, fmt.Errorf("PodCertificateRequest for pod %q names service account UID %q, which differs from the running service account (%q)", podKey, req.serviceAccountUID, sa.UID))
 	}
 	if err := p.validatePodCertificateSigner(ctx, pod, req, a); err != nil {
-		return forbid(a, reasonCertificateSigner, err)
+		return forbid(reasonCertificateSigner, err)
 	}
 	return nil
 }

@@ -68,19 +68,25 @@ type allowances struct {
 // compromised node to draw those workloads.
 var steeringNamespaces = []string{"node-role.kubernetes.io", "topology.kubernetes.io"}
 
-// steeringAllowances returns the allowed labels and label prefixes of cfg
-// that fall in a steering namespace.
+// steeringAllowances returns the kubelets' allowed labels and label
+// prefixes of cfg that fall in a steering namespace.
 func steeringAllowances(cfg *v1alpha1.Configuration) []string {
 	if cfg == nil {
 		return nil
 	}
+	return steeringKeys(cfg.AllowedLabels, cfg.AllowedLabelPrefixes)
+}
+
+// steeringKeys returns the label keys and prefixes that fall in a
+// steering namespace.
+func steeringKeys(labels, prefixes []string) []string {
 	var found []string
-	for _, key := range cfg.AllowedLabels {
+	for _, key := range labels {
 		if slices.Contains(steeringNamespaces, labelNamespace(key)) {
 			found = append(found, key)
 		}
 	}
-	for _, prefix := range cfg.AllowedLabelPrefixes {
+	for _, prefix := range prefixes {
 		if slices.Contains(steeringNamespaces, strings.TrimSuffix(prefix, "/")) {
 			found = append(found, prefix)
 		}
@@ -88,27 +94,32 @@ func steeringAllowances(cfg *v1alpha1.Configuration) []string {
 	return found
 }
 
-func newAllowances(cfg *v1alpha1.Configuration) allowances {
-	var al allowances
+// kubeletAllowances are the kubelets' allowances of cfg.
+func kubeletAllowances(cfg *v1alpha1.Configuration) allowances {
 	if cfg == nil {
-		return al
+		return allowances{}
 	}
-	if len(cfg.AllowedLabels) > 0 {
-		al.labels = make(map[string]struct{}, len(cfg.AllowedLabels))
-		for _, k := range cfg.AllowedLabels {
+	return newAllowances(cfg.AllowedLabels, cfg.AllowedLabelPrefixes, cfg.AllowedTaintKeys)
+}
+
+func newAllowances(labels, prefixes, taintKeys []string) allowances {
+	var al allowances
+	if len(labels) > 0 {
+		al.labels = make(map[string]struct{}, len(labels))
+		for _, k := range labels {
 			al.labels[k] = struct{}{}
 		}
 	}
-	if len(cfg.AllowedLabelPrefixes) > 0 {
-		al.labelPrefix = make(map[string]struct{}, len(cfg.AllowedLabelPrefixes))
-		for _, p := range cfg.AllowedLabelPrefixes {
+	if len(prefixes) > 0 {
+		al.labelPrefix = make(map[string]struct{}, len(prefixes))
+		for _, p := range prefixes {
 			al.labelPrefix[strings.TrimSuffix(p, "/")] = struct{}{}
 		}
 	}
-	if len(cfg.AllowedTaintKeys) > 0 {
+	if len(taintKeys) > 0 {
 		al.hasTaintKeys = true
-		al.taintKeys = make(map[string]struct{}, len(cfg.AllowedTaintKeys))
-		for _, k := range cfg.AllowedTaintKeys {
+		al.taintKeys = make(map[string]struct{}, len(taintKeys))
+		for _, k := range taintKeys {
 			al.taintKeys[k] = struct{}{}
 		}
 	}

@@ -35,6 +35,17 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
 )
 
+// daemons is a configuration of node-scoped accounts as the README shows it.
+const daemons = `nodeScopedServiceAccounts:
+- namespace: kube-system
+  name: cilium
+  allowedTaintKeys: [node.cilium.io/agent-not-ready]
+- namespace: node-feature-discovery
+  name: nfd-worker
+  allowedLabelPrefixes: [feature.node.kubernetes.io]
+  allowedLabels: [nfd.node.kubernetes.io/worker.version]
+`
+
 func TestLoadConfiguration(t *testing.T) {
 	const head = "apiVersion: noderestriction.admission.admitkit.io/v1alpha1\nkind: Configuration\n"
 	tests := []struct {
@@ -64,6 +75,26 @@ func TestLoadConfiguration(t *testing.T) {
 		{name: "label key that is no qualified name", config: head + "allowedLabels: [\"bad key\"]\n", err: `allowedLabels[0]: Invalid value: "bad key"`},
 		{name: "prefix that is no DNS subdomain", config: head + "allowedLabelPrefixes: [Bad_Prefix]\n", err: `allowedLabelPrefixes[0]: Invalid value: "Bad_Prefix"`},
 		{name: "taint key that is no qualified name", config: head + "allowedTaintKeys: [\"a/b/c\"]\n", err: `allowedTaintKeys[0]: Invalid value: "a/b/c"`},
+		{name: "node-scoped service accounts", config: head + daemons,
+			want: &v1alpha1.Configuration{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind},
+				NodeScopedServiceAccounts: []v1alpha1.NodeScopedServiceAccount{
+					{Namespace: "kube-system", Name: "cilium", AllowedTaintKeys: []string{"node.cilium.io/agent-not-ready"}},
+					{Namespace: "node-feature-discovery", Name: "nfd-worker", AllowedLabelPrefixes: []string{"feature.node.kubernetes.io"}, AllowedLabels: []string{"nfd.node.kubernetes.io/worker.version"}},
+				}}},
+		{name: "node-scoped account without a name", config: head + "nodeScopedServiceAccounts: [{namespace: kube-system}]\n",
+			err: `nodeScopedServiceAccounts[0].name: Invalid value: ""`},
+		{name: "node-scoped account in a bad namespace", config: head + "nodeScopedServiceAccounts: [{namespace: Kube_System, name: a}]\n",
+			err: `nodeScopedServiceAccounts[0].namespace: Invalid value: "Kube_System"`},
+		{name: "node-scoped account listed twice", config: head + "nodeScopedServiceAccounts: [{namespace: a, name: b}, {namespace: c, name: d}, {namespace: a, name: b}]\n",
+			err: `nodeScopedServiceAccounts[2]: Duplicate value: "a/b (also at nodeScopedServiceAccounts[0])"`},
+		{name: "node-scoped account with a reserved label", config: head + "nodeScopedServiceAccounts: [{namespace: a, name: b, allowedLabels: [node-restriction.kubernetes.io/x]}]\n",
+			err: `nodeScopedServiceAccounts[0].allowedLabels[0]: Invalid value: "node-restriction.kubernetes.io/x": labels in the node-restriction.kubernetes.io namespace are reserved`},
+		{name: "node-scoped account with a reserved prefix", config: head + "nodeScopedServiceAccounts: [{namespace: a, name: b, allowedLabelPrefixes: [x.node-restriction.kubernetes.io/]}]\n",
+			err: `nodeScopedServiceAccounts[0].allowedLabelPrefixes[0]: Invalid value: "x.node-restriction.kubernetes.io/"`},
+		{name: "node-scoped account with a bad taint key", config: head + "nodeScopedServiceAccounts: [{namespace: a, name: b, allowedTaintKeys: [\"-x\"]}]\n",
+			err: `nodeScopedServiceAccounts[0].allowedTaintKeys[0]: Invalid value: "-x"`},
+		{name: "node-scoped account with an unknown field", config: head + "nodeScopedServiceAccounts: [{namespace: a, name: b, labelSelector: {}}]\n",
+			err: `unknown field "labelSelector"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,23 +31,23 @@ import (
 // namespace reserved for them.
 func (p *Plugin) validateLease(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	if a.GetNamespace() != corev1.NamespaceNodeLease {
-		return forbid(a, reasonOtherNodeObject, fmt.Errorf("can only access leases in the %q system namespace", corev1.NamespaceNodeLease))
+		return forbid(reasonOtherNodeObject, fmt.Errorf("can only access leases in the %q system namespace", corev1.NamespaceNodeLease))
 	}
 	name := a.GetName()
 	if a.GetOperation() == admission.Create {
 		// The request name is not reliable on create; the object's is, and
 		// reading it needs only the metadata.
 		if !isKind(a.GetObject(), schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}, o, isVersionedLease) {
-			return forbid(a, reasonUnreadableObject, unexpectedType(a.GetObject()))
+			return forbid(reasonUnreadableObject, unexpectedType(a.GetObject()))
 		}
 		n, err := objectName(a.GetObject())
 		if err != nil {
-			return forbid(a, reasonUnreadableObject, unexpectedType(a.GetObject()))
+			return forbid(reasonUnreadableObject, unexpectedType(a.GetObject()))
 		}
 		name = n
 	}
 	if name != nodeName {
-		return forbid(a, reasonOtherNodeObject, fmt.Errorf("can only access node lease with the same name as the requesting node"))
+		return forbid(reasonOtherNodeObject, fmt.Errorf("can only access node lease with the same name as the requesting node"))
 	}
 	return nil
 }

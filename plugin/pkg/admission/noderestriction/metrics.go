@@ -17,6 +17,7 @@ limitations under the License.
 package noderestriction
 
 import (
+	"fmt"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -165,23 +166,40 @@ const (
 	reasonLookupFailed denyReason = "lookup_failed"
 )
 
-// denial is a rule's refusal: the error the client gets, unchanged, and
-// the reason the metrics record. Rules return it instead of a bare error,
-// so that no refusal goes without a reason.
+// denial is a rule's refusal: its cause and the reason the metrics
+// record. Rules return it instead of a bare error, so that no refusal goes
+// without a reason.
 type denial struct {
 	reason denyReason
-	err    error
+	cause  error
+	// forbidden makes the client's error a Forbidden one about the
+	// request's object; otherwise the cause is passed on as it is.
+	forbidden bool
 }
 
 // forbid refuses with a Forbidden error about err.
-func forbid(a admission.Attributes, reason denyReason, err error) *denial {
-	return &denial{reason: reason, err: admission.NewForbidden(a, err)}
+func forbid(reason denyReason, err error) *denial {
+	return &denial{reason: reason, cause: err, forbidden: true}
 }
 
 // refuse refuses with err as it is: not-found errors and informer lag,
 // which clients retry, are not Forbidden.
 func refuse(reason denyReason, err error) *denial {
-	return &denial{reason: reason, err: err}
+	return &denial{reason: reason, cause: err}
+}
+
+// errorFor is the error the client gets for request a. who, when not
+// empty, says which scoped service account and node the rules held the
+// request to: the same rule reads the same for kubelets and daemons, and
+// the daemon's error says why a node is involved at all.
+func (d *denial) errorFor(a admission.Attributes, who string) error {
+	if !d.forbidden {
+		return d.cause
+	}
+	if who != "" {
+		return admission.NewForbidden(a, fmt.Errorf("%s: %w", who, d.cause))
+	}
+	return admission.NewForbidden(a, d.cause)
 }
 
 var (
@@ -236,9 +254,9 @@ func record(f family, d *denial) {
 // lookupDenial refuses a request whose object lookup in an informer's cache
 // failed: not found is passed on as it is, since clients retry it; any
 // other failure is Forbidden.
-func lookupDenial(a admission.Attributes, err error) *denial {
+func lookupDenial(err error) *denial {
 	if apierrors.IsNotFound(err) {
 		return refuse(reasonObjectNotFound, err)
 	}
-	return forbid(a, reasonLookupFailed, err)
+	return forbid(reasonLookupFailed, err)
 }

@@ -59,6 +59,9 @@ var reasonsByMessage = []struct {
 	reason   denyReason
 }{
 	{"could not determine node from user", reasonUnknownNode},
+	{"names no single node", reasonUnknownNode},
+	{"may not create", reasonUnsupportedRequest},
+	{"set to its node", reasonOtherNodeObject},
 	{"owner reference", reasonUnownedMirrorPod},
 	{"UID mismatch: expected", reasonUnownedMirrorPod},
 	{"can not create pods that reference", reasonAPIReferenceInMirrorPod},
@@ -207,8 +210,9 @@ func metricsCases() []metricsCase {
 }
 
 // Every request of the case table, and a few more, moves the counters it
-// must: a node's request that a rule judges counts once under its resource,
-// and a refused one once more under its reason; anyone else's moves nothing.
+// must: a node's or node-scoped daemon's request that a rule judges counts
+// once under its resource, and a refused one once more under its reason;
+// anyone else's moves nothing.
 func TestMetricsRequests(t *testing.T) {
 	var all []metricsCase
 	for _, c := range append(cases.Upstream(), cases.Admitkit()...) {
@@ -230,7 +234,7 @@ func TestMetricsRequests(t *testing.T) {
 			want := map[string]float64{}
 			_, isNode := NewDefaultNodeIdentifier().NodeIdentity(c.Attrs.GetUserInfo())
 			resource := wantResource(c.Attrs)
-			if isNode && (resource != "other" || err != nil) {
+			if isNode && (resource != "other" || err != nil) || isScopedDaemon(c.Case) && (daemonResources[resource] || err != nil) {
 				want["requests_total{"+resource+"}"] = 1
 				if err != nil {
 					reason := wantReason(t, err)
@@ -248,6 +252,26 @@ func TestMetricsRequests(t *testing.T) {
 			t.Errorf("no request was refused for reason %q", r)
 		}
 	}
+}
+
+// daemonResources are the resource labels of the requests the daemon rules
+// judge; a node-scoped account's other requests are counted only when
+// refused (for a credential without a node).
+var daemonResources = map[string]bool{"nodes": true, "pods": true, "pods/status": true, "pods/eviction": true, "resourceslices": true}
+
+// isScopedDaemon reports whether the case's user is one of the node-scoped
+// service accounts its configuration lists.
+func isScopedDaemon(c cases.Case) bool {
+	u := c.Attrs.GetUserInfo()
+	if c.Config == nil || u == nil {
+		return false
+	}
+	for _, sa := range c.Config.NodeScopedServiceAccounts {
+		if u.GetName() == "system:serviceaccount:"+sa.Namespace+":"+sa.Name {
+			return true
+		}
+	}
+	return false
 }
 
 // The requests counter exports every resource from registration on, so

@@ -38,49 +38,70 @@ var nodeGVK = corev1.SchemeGroupVersion.WithKind("Node")
 // configSource (the Node authorizer grants access to what it names) and
 // ownerReferences.
 func (p *Plugin) validateNode(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
-	// On create the apiserver fills the request name from the object.
-	if a.GetName() != nodeName {
-		return forbid(a, reasonOtherNodeObject, fmt.Errorf("node %q is not allowed to modify node %q", nodeName, a.GetName()))
-	}
 	switch a.GetOperation() {
 	case admission.Create:
+		// On create the apiserver fills the request name from the object.
+		if d := otherNode(nodeName, a); d != nil {
+			return d
+		}
 		spec, nodeMeta, err := readNode(a.GetObject(), o)
 		if err != nil {
-			return forbid(a, reasonUnreadableObject, err)
+			return forbid(reasonUnreadableObject, err)
 		}
 		//lint:ignore SA1019 Kubernetes still judges the removed DynamicKubeletConfig field, so must we
 		if spec.ConfigSource != nil {
 			// "pods" is upstream's wording.
-			return forbid(a, reasonConfigSource, fmt.Errorf("node %q is not allowed to create pods with a non-nil configSource", nodeName))
+			return forbid(reasonConfigSource, fmt.Errorf("node %q is not allowed to create pods with a non-nil configSource", nodeName))
 		}
-		if forbidden := p.forbiddenLabels(modifiedLabels(nodeMeta.GetLabels(), nil)); len(forbidden) > 0 {
-			return forbid(a, reasonForbiddenLabel, fmt.Errorf("node %q is not allowed to set the following labels: %s", nodeName, strings.Join(forbidden, ", ")))
+		if forbidden := p.allow.forbiddenLabels(modifiedLabels(nodeMeta.GetLabels(), nil)); len(forbidden) > 0 {
+			return forbid(reasonForbiddenLabel, fmt.Errorf("node %q is not allowed to set the following labels: %s", nodeName, strings.Join(forbidden, ", ")))
 		}
+		return nil
 	case admission.Update:
-		spec, nodeMeta, err := readNode(a.GetObject(), o)
-		if err != nil {
-			return forbid(a, reasonUnreadableObject, err)
-		}
-		oldSpec, oldMeta, err := readNode(a.GetOldObject(), o)
-		if err != nil {
-			return forbid(a, reasonUnreadableObject, err)
-		}
-		// Dropping configSource is fine: older kubelets clear fields they
-		// do not know on status updates.
-		//lint:ignore SA1019 Kubernetes still judges the removed DynamicKubeletConfig field, so must we
-		if spec.ConfigSource != nil && !apiequality.Semantic.DeepEqual(spec.ConfigSource, oldSpec.ConfigSource) {
-			return forbid(a, reasonConfigSource, fmt.Errorf("node %q is not allowed to update configSource to a new non-nil configSource", nodeName))
-		}
-		if !apiequality.Semantic.DeepEqual(p.withoutAllowedTaints(spec.Taints), p.withoutAllowedTaints(oldSpec.Taints)) {
-			return forbid(a, reasonTaintChange, fmt.Errorf("node %q is not allowed to modify taints", nodeName))
-		}
-		if !apiequality.Semantic.DeepEqual(nodeMeta.GetOwnerReferences(), oldMeta.GetOwnerReferences()) {
-			return forbid(a, reasonOwnerReferenceChange, fmt.Errorf("node %q is not allowed to modify ownerReferences", nodeName))
-		}
-		if forbidden := p.forbiddenLabels(modifiedLabels(nodeMeta.GetLabels(), oldMeta.GetLabels())); len(forbidden) > 0 {
-			// Upstream's message has no node name here.
-			return forbid(a, reasonForbiddenLabel, fmt.Errorf("is not allowed to modify labels: %s", strings.Join(forbidden, ", ")))
-		}
+		return validateNodeUpdate(nodeName, p.allow, a, o)
+	}
+	return otherNode(nodeName, a)
+}
+
+// otherNode refuses a request about a Node other than nodeName.
+func otherNode(nodeName string, a admission.Attributes) *denial {
+	if a.GetName() != nodeName {
+		return forbid(reasonOtherNodeObject, fmt.Errorf("node %q is not allowed to modify node %q", nodeName, a.GetName()))
+	}
+	return nil
+}
+
+// validateNodeUpdate judges an update (status included) of a Node by a
+// requester held to node nodeName, a kubelet or a node-scoped service
+// account, whose own allowances are al: only its own Node, and there
+// nothing that widens its reach.
+func validateNodeUpdate(nodeName string, al allowances, a admission.Attributes, o admission.ObjectInterfaces) *denial {
+	if d := otherNode(nodeName, a); d != nil {
+		return d
+	}
+	spec, nodeMeta, err := readNode(a.GetObject(), o)
+	if err != nil {
+		return forbid(reasonUnreadableObject, err)
+	}
+	oldSpec, oldMeta, err := readNode(a.GetOldObject(), o)
+	if err != nil {
+		return forbid(reasonUnreadableObject, err)
+	}
+	// Dropping configSource is fine: older kubelets clear fields they
+	// do not know on status updates.
+	//lint:ignore SA1019 Kubernetes still judges the removed DynamicKubeletConfig field, so must we
+	if spec.ConfigSource != nil && !apiequality.Semantic.DeepEqual(spec.ConfigSource, oldSpec.ConfigSource) {
+		return forbid(reasonConfigSource, fmt.Errorf("node %q is not allowed to update configSource to a new non-nil configSource", nodeName))
+	}
+	if !apiequality.Semantic.DeepEqual(al.withoutAllowedTaints(spec.Taints), al.withoutAllowedTaints(oldSpec.Taints)) {
+		return forbid(reasonTaintChange, fmt.Errorf("node %q is not allowed to modify taints", nodeName))
+	}
+	if !apiequality.Semantic.DeepEqual(nodeMeta.GetOwnerReferences(), oldMeta.GetOwnerReferences()) {
+		return forbid(reasonOwnerReferenceChange, fmt.Errorf("node %q is not allowed to modify ownerReferences", nodeName))
+	}
+	if forbidden := al.forbiddenLabels(modifiedLabels(nodeMeta.GetLabels(), oldMeta.GetLabels())); len(forbidden) > 0 {
+		// Upstream's message has no node name here.
+		return forbid(reasonForbiddenLabel, fmt.Errorf("is not allowed to modify labels: %s", strings.Join(forbidden, ", ")))
 	}
 	return nil
 }
@@ -93,15 +114,15 @@ func readNode(obj runtime.Object, o admission.ObjectInterfaces) (*corev1.NodeSpe
 	return readPart(obj, nodeGVK, o, "Spec", func(n *corev1.Node) *corev1.NodeSpec { return &n.Spec })
 }
 
-// withoutAllowedTaints leaves out the taints whose keys the configuration
-// lets a node change; without allowed keys that is none, as in Kubernetes.
-func (p *Plugin) withoutAllowedTaints(taints []corev1.Taint) []corev1.Taint {
-	if !p.allow.hasTaintKeys {
+// withoutAllowedTaints leaves out the taints whose keys al lets the
+// requester change; without allowed keys that is none, as in Kubernetes.
+func (al allowances) withoutAllowedTaints(taints []corev1.Taint) []corev1.Taint {
+	if !al.hasTaintKeys {
 		return taints
 	}
 	var kept []corev1.Taint
 	for _, t := range taints {
-		if !p.allow.taintAllowed(t.Key) {
+		if !al.taintAllowed(t.Key) {
 			kept = append(kept, t)
 		}
 	}
@@ -124,19 +145,20 @@ func modifiedLabels(a, b map[string]string) sets.Set[string] {
 	return modified
 }
 
-// forbiddenLabels returns, sorted, the keys among modified that a node may
-// not set. Unprefixed keys and keys outside kubernetes.io and k8s.io are
-// the cluster's own business and allowed; node-restriction.kubernetes.io
-// is reserved for administrators and never allowed; other kubernetes.io and
-// k8s.io keys are allowed only when they are kubelet labels or configured.
-func (p *Plugin) forbiddenLabels(modified sets.Set[string]) []string {
+// forbiddenLabels returns, sorted, the keys among modified that a requester
+// with allowances al may not set on its Node. Unprefixed keys and keys
+// outside kubernetes.io and k8s.io are the cluster's own business and
+// allowed; node-restriction.kubernetes.io is reserved for administrators
+// and never allowed; other kubernetes.io and k8s.io keys are allowed only
+// when they are kubelet labels or in al.
+func (al allowances) forbiddenLabels(modified sets.Set[string]) []string {
 	var forbidden []string
 	for key := range modified {
 		ns := labelNamespace(key)
 		switch {
 		case ns == corev1.LabelNamespaceNodeRestriction || strings.HasSuffix(ns, "."+corev1.LabelNamespaceNodeRestriction):
 			forbidden = append(forbidden, key)
-		case isKubernetesNamespace(ns) && !isKubeletLabel(key, ns) && !p.allow.labelAllowed(key):
+		case isKubernetesNamespace(ns) && !isKubeletLabel(key, ns) && !al.labelAllowed(key):
 			forbidden = append(forbidden, key)
 		}
 	}

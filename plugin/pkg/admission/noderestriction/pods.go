@@ -41,17 +41,24 @@ func (p *Plugin) validatePod(nodeName string, a admission.Attributes, o admissio
 	case admission.Create:
 		return p.validateMirrorPodCreate(nodeName, a, o)
 	case admission.Delete:
-		pod, err := p.podsGetter.Pods(a.GetNamespace()).Get(a.GetName())
-		if err != nil {
-			return lookupDenial(a, err)
-		}
-		if pod.Spec.NodeName != nodeName {
-			return forbid(a, reasonOtherNodeObject, fmt.Errorf("node %q can only delete pods with spec.nodeName set to itself", nodeName))
-		}
-		return nil
+		return p.validatePodDelete(nodeName, a)
 	default:
-		return forbid(a, reasonUnsupportedRequest, fmt.Errorf("unexpected operation %q, node %q can only create and delete mirror pods", a.GetOperation(), nodeName))
+		return forbid(reasonUnsupportedRequest, fmt.Errorf("unexpected operation %q, node %q can only create and delete mirror pods", a.GetOperation(), nodeName))
 	}
+}
+
+// validatePodDelete lets a requester held to node nodeName delete only the
+// pods bound to that node. The pod is looked up, since a delete carries no
+// body to judge.
+func (p *Plugin) validatePodDelete(nodeName string, a admission.Attributes) *denial {
+	pod, err := p.podsGetter.Pods(a.GetNamespace()).Get(a.GetName())
+	if err != nil {
+		return lookupDenial(err)
+	}
+	if pod.Spec.NodeName != nodeName {
+		return forbid(reasonOtherNodeObject, fmt.Errorf("node %q can only delete pods with spec.nodeName set to itself", nodeName))
+	}
+	return nil
 }
 
 // validateMirrorPodCreate: a mirror pod must be bound to the node, be owned
@@ -61,30 +68,30 @@ func (p *Plugin) validatePod(nodeName string, a admission.Attributes, o admissio
 func (p *Plugin) validateMirrorPodCreate(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	pod, err := asVersioned[corev1.Pod](a.GetObject(), podGVK, o)
 	if err != nil {
-		return forbid(a, reasonUnreadableObject, err)
+		return forbid(reasonUnreadableObject, err)
 	}
 	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; !mirror {
-		return forbid(a, reasonNotMirrorPod, fmt.Errorf("pod does not have %q annotation, node %q can only create mirror pods", corev1.MirrorPodAnnotationKey, nodeName))
+		return forbid(reasonNotMirrorPod, fmt.Errorf("pod does not have %q annotation, node %q can only create mirror pods", corev1.MirrorPodAnnotationKey, nodeName))
 	}
 	if pod.Spec.NodeName != nodeName {
-		return forbid(a, reasonOtherNodeObject, fmt.Errorf("node %q can only create pods with spec.nodeName set to itself", nodeName))
+		return forbid(reasonOtherNodeObject, fmt.Errorf("node %q can only create pods with spec.nodeName set to itself", nodeName))
 	}
 	switch len(pod.OwnerReferences) {
 	case 0:
-		return forbid(a, reasonUnownedMirrorPod, fmt.Errorf("node %q can only create pods with an owner reference set to itself", nodeName))
+		return forbid(reasonUnownedMirrorPod, fmt.Errorf("node %q can only create pods with an owner reference set to itself", nodeName))
 	case 1:
 	default:
-		return forbid(a, reasonUnownedMirrorPod, fmt.Errorf("node %q can only create pods with a single owner reference set to itself", nodeName))
+		return forbid(reasonUnownedMirrorPod, fmt.Errorf("node %q can only create pods with a single owner reference set to itself", nodeName))
 	}
 	owner := &pod.OwnerReferences[0]
 	if owner.APIVersion != corev1.SchemeGroupVersion.String() || owner.Kind != "Node" || owner.Name != nodeName {
-		return forbid(a, reasonUnownedMirrorPod, fmt.Errorf("node %q can only create pods with an owner reference set to itself", nodeName))
+		return forbid(reasonUnownedMirrorPod, fmt.Errorf("node %q can only create pods with an owner reference set to itself", nodeName))
 	}
 	if owner.Controller == nil || !*owner.Controller {
-		return forbid(a, reasonUnownedMirrorPod, fmt.Errorf("node %q can only create pods with a controller owner reference set to itself", nodeName))
+		return forbid(reasonUnownedMirrorPod, fmt.Errorf("node %q can only create pods with a controller owner reference set to itself", nodeName))
 	}
 	if owner.BlockOwnerDeletion != nil && *owner.BlockOwnerDeletion {
-		return forbid(a, reasonUnownedMirrorPod, fmt.Errorf("node %q must not set blockOwnerDeletion on an owner reference", nodeName))
+		return forbid(reasonUnownedMirrorPod, fmt.Errorf("node %q must not set blockOwnerDeletion on an owner reference", nodeName))
 	}
 	// The UID pins the owner to this incarnation of the Node: a reference to
 	// a deleted and re-registered node would orphan the pod.
@@ -93,19 +100,19 @@ func (p *Plugin) validateMirrorPodCreate(nodeName string, a admission.Attributes
 		if apierrors.IsNotFound(err) {
 			return refuse(reasonObjectNotFound, err)
 		}
-		return forbid(a, reasonLookupFailed, fmt.Errorf("error looking up node %s to verify uid: %v", nodeName, err))
+		return forbid(reasonLookupFailed, fmt.Errorf("error looking up node %s to verify uid: %v", nodeName, err))
 	}
 	if owner.UID != node.UID {
 		// Upstream prints the owner reference's UID as "expected".
-		return forbid(a, reasonUnownedMirrorPod, fmt.Errorf("node %s UID mismatch: expected %s got %s", nodeName, owner.UID, node.UID))
+		return forbid(reasonUnownedMirrorPod, fmt.Errorf("node %s UID mismatch: expected %s got %s", nodeName, owner.UID, node.UID))
 	}
 
 	referenced, what, err := podReferencesAPIObjects(pod)
 	if err != nil {
-		return forbid(a, reasonAPIReferenceInMirrorPod, fmt.Errorf("error checking mirror pod for API references: %w", err))
+		return forbid(reasonAPIReferenceInMirrorPod, fmt.Errorf("error checking mirror pod for API references: %w", err))
 	}
 	if referenced {
-		return forbid(a, reasonAPIReferenceInMirrorPod, fmt.Errorf("node %q can not create pods that reference %s", nodeName, what))
+		return forbid(reasonAPIReferenceInMirrorPod, fmt.Errorf("node %q can not create pods that reference %s", nodeName, what))
 	}
 	return nil
 }
@@ -115,32 +122,32 @@ func (p *Plugin) validateMirrorPodCreate(nodeName string, a admission.Attributes
 // the resource claim records the scheduler and DRA controller own.
 func (p *Plugin) validatePodStatus(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	if a.GetOperation() != admission.Update {
-		return forbid(a, reasonUnsupportedRequest, fmt.Errorf("unexpected operation %q", a.GetOperation()))
+		return forbid(reasonUnsupportedRequest, fmt.Errorf("unexpected operation %q", a.GetOperation()))
 	}
 	oldPod, err := asVersioned[corev1.Pod](a.GetOldObject(), podGVK, o)
 	if err != nil {
-		return forbid(a, reasonUnreadableObject, err)
+		return forbid(reasonUnreadableObject, err)
 	}
 	// The old object is what is stored, so the binding is not the node's claim.
 	if oldPod.Spec.NodeName != nodeName {
-		return forbid(a, reasonOtherNodeObject, fmt.Errorf("node %q can only update pod status for pods with spec.nodeName set to itself", nodeName))
+		return forbid(reasonOtherNodeObject, fmt.Errorf("node %q can only update pod status for pods with spec.nodeName set to itself", nodeName))
 	}
 	// Of the new pod only the metadata and status are read.
 	newStatus, newMeta, err := readPart(a.GetObject(), podGVK, o, "Status", func(p *corev1.Pod) *corev1.PodStatus { return &p.Status })
 	if err != nil {
-		return forbid(a, reasonUnreadableObject, err)
+		return forbid(reasonUnreadableObject, err)
 	}
 	if !labels.Equals(oldPod.Labels, newMeta.GetLabels()) {
-		return forbid(a, reasonForbiddenLabel, fmt.Errorf("node %q cannot update labels through pod status", nodeName))
+		return forbid(reasonForbiddenLabel, fmt.Errorf("node %q cannot update labels through pod status", nodeName))
 	}
 	if !claimStatusesEqual(oldPod.Status.ResourceClaimStatuses, newStatus.ResourceClaimStatuses) {
-		return forbid(a, reasonForbiddenField, fmt.Errorf("node %q cannot update resource claim statues", nodeName))
+		return forbid(reasonForbiddenField, fmt.Errorf("node %q cannot update resource claim statues", nodeName))
 	}
 	if !extendedClaimStatusEqual(oldPod.Status.ExtendedResourceClaimStatus, newStatus.ExtendedResourceClaimStatus) {
-		return forbid(a, reasonForbiddenField, fmt.Errorf("node %q cannot update extended resource claim status", nodeName))
+		return forbid(reasonForbiddenField, fmt.Errorf("node %q cannot update extended resource claim status", nodeName))
 	}
 	if !nodeAllocatableClaimStatusesEqual(oldPod.Status.NodeAllocatableResourceClaimStatuses, newStatus.NodeAllocatableResourceClaimStatuses) {
-		return forbid(a, reasonForbiddenField, fmt.Errorf("node %q cannot update node allocatable resource claim statuses", nodeName))
+		return forbid(reasonForbiddenField, fmt.Errorf("node %q cannot update node allocatable resource claim statuses", nodeName))
 	}
 	return nil
 }
@@ -189,26 +196,26 @@ func stringPtrEqual(a, b *string) bool {
 // request, so that the binding is the stored one.
 func (p *Plugin) validatePodEviction(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	if a.GetOperation() != admission.Create {
-		return forbid(a, reasonUnsupportedRequest, fmt.Errorf("unexpected operation %s", a.GetOperation()))
+		return forbid(reasonUnsupportedRequest, fmt.Errorf("unexpected operation %s", a.GetOperation()))
 	}
 	evictionName, err := evictionObjectName(a.GetObject(), o)
 	if err != nil {
-		return forbid(a, reasonUnreadableObject, err)
+		return forbid(reasonUnreadableObject, err)
 	}
 	// The URL names the pod; the body's name is the fallback.
 	podName := a.GetName()
 	if podName == "" {
 		if evictionName == "" {
-			return forbid(a, reasonUnreadableObject, fmt.Errorf("could not determine pod from request data"))
+			return forbid(reasonUnreadableObject, fmt.Errorf("could not determine pod from request data"))
 		}
 		podName = evictionName
 	}
 	pod, err := p.podsGetter.Pods(a.GetNamespace()).Get(podName)
 	if err != nil {
-		return lookupDenial(a, err)
+		return lookupDenial(err)
 	}
 	if pod.Spec.NodeName != nodeName {
-		return forbid(a, reasonOtherNodeObject, fmt.Errorf("node %s can only evict pods with spec.nodeName set to itself", nodeName))
+		return forbid(reasonOtherNodeObject, fmt.Errorf("node %s can only evict pods with spec.nodeName set to itself", nodeName))
 	}
 	return nil
 }

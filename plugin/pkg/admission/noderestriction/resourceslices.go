@@ -28,27 +28,45 @@ import (
 
 var resourceSliceGVK = resourcev1.SchemeGroupVersion.WithKind("ResourceSlice")
 
-// validateResourceSlice lets a node create and delete only the
-// ResourceSlices of its own node. Updates are left to the Node authorizer,
-// which sees the stored object; it cannot see the body of a create, nor
-// each object of a DeleteCollection, which reaches admission one by one.
-func (p *Plugin) validateResourceSlice(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
+// validateResourceSlice lets a requester held to node nodeName create and
+// delete only the ResourceSlices of that node, and, with updates, update
+// only those, before and after. A kubelet's updates are left to the Node
+// authorizer, which sees the stored object; it cannot see the body of a
+// create, nor each object of a DeleteCollection, which reaches admission
+// one by one. RBAC sees nothing of an object, so a node-scoped service
+// account's updates are judged here.
+func validateResourceSlice(nodeName string, updates bool, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	switch a.GetOperation() {
 	case admission.Create:
 		sliceNode, err := resourceSliceNodeName(a.GetObject(), o)
 		if err != nil {
-			return forbid(a, reasonUnreadableObject, err)
+			return forbid(reasonUnreadableObject, err)
 		}
 		if sliceNode != nodeName {
-			return forbid(a, reasonOtherNodeObject, errors.New("can only create ResourceSlice with the same NodeName as the requesting node"))
+			return forbid(reasonOtherNodeObject, errors.New("can only create ResourceSlice with the same NodeName as the requesting node"))
+		}
+	case admission.Update:
+		if !updates {
+			return nil
+		}
+		// spec.nodeName is immutable; both are read so that this rule
+		// does not depend on it.
+		for _, obj := range []runtime.Object{a.GetOldObject(), a.GetObject()} {
+			sliceNode, err := resourceSliceNodeName(obj, o)
+			if err != nil {
+				return forbid(reasonUnreadableObject, err)
+			}
+			if sliceNode != nodeName {
+				return forbid(reasonOtherNodeObject, errors.New("can only update ResourceSlice with the same NodeName as the requesting node"))
+			}
 		}
 	case admission.Delete:
 		sliceNode, err := resourceSliceNodeName(a.GetOldObject(), o)
 		if err != nil {
-			return forbid(a, reasonUnreadableObject, err)
+			return forbid(reasonUnreadableObject, err)
 		}
 		if sliceNode != nodeName {
-			return forbid(a, reasonOtherNodeObject, errors.New("can only delete ResourceSlice with the same NodeName as the requesting node"))
+			return forbid(reasonOtherNodeObject, errors.New("can only delete ResourceSlice with the same NodeName as the requesting node"))
 		}
 	}
 	return nil

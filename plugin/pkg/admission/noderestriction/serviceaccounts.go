@@ -46,28 +46,28 @@ func (p *Plugin) validateServiceAccount(ctx context.Context, nodeName string, a 
 	}
 	tr, err := asVersioned[authenticationv1.TokenRequest](a.GetObject(), tokenRequestGVK, o)
 	if err != nil {
-		return forbid(a, reasonUnreadableObject, err)
+		return forbid(reasonUnreadableObject, err)
 	}
 	ref := tr.Spec.BoundObjectRef
 	if ref == nil || ref.APIVersion != "v1" || ref.Kind != "Pod" || ref.Name == "" {
-		return forbid(a, reasonUnboundToken, fmt.Errorf("node requested token not bound to a pod"))
+		return forbid(reasonUnboundToken, fmt.Errorf("node requested token not bound to a pod"))
 	}
 	if ref.UID == "" {
-		return forbid(a, reasonUnboundToken, fmt.Errorf("node requested token with a pod binding without a uid"))
+		return forbid(reasonUnboundToken, fmt.Errorf("node requested token with a pod binding without a uid"))
 	}
 	pod, err := p.podsGetter.Pods(a.GetNamespace()).Get(ref.Name)
 	if err != nil {
-		return lookupDenial(a, err)
+		return lookupDenial(err)
 	}
 	if ref.UID != pod.UID {
-		return forbid(a, reasonUIDMismatch, fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
+		return forbid(reasonUIDMismatch, fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
 	}
 	if pod.Spec.NodeName != nodeName {
-		return forbid(a, reasonOtherNodeObject, fmt.Errorf("node requested token bound to a pod scheduled on a different node"))
+		return forbid(reasonOtherNodeObject, fmt.Errorf("node requested token bound to a pod scheduled on a different node"))
 	}
 	if p.gates.audienceRestriction {
 		if err := p.validateTokenAudience(ctx, tr.Spec.Audiences, pod, a); err != nil {
-			return forbid(a, reasonTokenAudience, err)
+			return forbid(reasonTokenAudience, err)
 		}
 	}
 	return nil

@@ -41,20 +41,20 @@ var (
 // finalizers included, is the user's and the controllers'.
 func (p *Plugin) validatePVCStatus(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	if a.GetOperation() != admission.Update {
-		return forbid(a, reasonUnsupportedRequest, fmt.Errorf("unexpected operation %q", a.GetOperation()))
+		return forbid(reasonUnsupportedRequest, fmt.Errorf("unexpected operation %q", a.GetOperation()))
 	}
 	oldPVC, err := asVersioned[corev1.PersistentVolumeClaim](a.GetOldObject(), pvcGVK, o)
 	if err != nil {
-		return forbid(a, reasonUnreadableObject, err)
+		return forbid(reasonUnreadableObject, err)
 	}
 	newPVC, err := asVersioned[corev1.PersistentVolumeClaim](a.GetObject(), pvcGVK, o)
 	if err != nil {
-		return forbid(a, reasonUnreadableObject, err)
+		return forbid(reasonUnreadableObject, err)
 	}
 	oldPVC = p.pvcWithoutNodeFields(oldPVC)
 	newPVC = p.pvcWithoutNodeFields(newPVC)
 	if !apiequality.Semantic.DeepEqual(oldPVC, newPVC) {
-		return forbid(a, reasonForbiddenField, fmt.Errorf("node %q is not allowed to update fields other than status.quantity and status.conditions: %v", nodeName, pvcDiff(oldPVC, newPVC, a.GetObject(), o)))
+		return forbid(reasonForbiddenField, fmt.Errorf("node %q is not allowed to update fields other than status.quantity and status.conditions: %v", nodeName, pvcDiff(oldPVC, newPVC, a.GetObject(), o)))
 	}
 	return nil
 }
@@ -99,32 +99,32 @@ func (p *Plugin) validateCSINode(nodeName string, a admission.Attributes, o admi
 		// The request name is not reliable on create; the object's is.
 		n, err := objectName(a.GetObject())
 		if err != nil {
-			return forbid(a, reasonUnreadableObject, fmt.Errorf("unable to access the object name"))
+			return forbid(reasonUnreadableObject, fmt.Errorf("unable to access the object name"))
 		}
 		name = n
 	}
 	if name != nodeName {
-		return forbid(a, reasonOtherNodeObject, fmt.Errorf("can only access CSINode with the same name as the requesting node"))
+		return forbid(reasonOtherNodeObject, fmt.Errorf("can only access CSINode with the same name as the requesting node"))
 	}
 	if a.GetSubresource() != "status" {
 		return nil
 	}
 	if !p.gates.csiVolumeHealth {
-		return forbid(a, reasonFeatureDisabled, fmt.Errorf("CSIVolumeHealth feature gate is disabled"))
+		return forbid(reasonFeatureDisabled, fmt.Errorf("CSIVolumeHealth feature gate is disabled"))
 	}
 	if a.GetOperation() != admission.Update {
-		return forbid(a, reasonUnsupportedRequest, fmt.Errorf("unexpected operation %q", a.GetOperation()))
+		return forbid(reasonUnsupportedRequest, fmt.Errorf("unexpected operation %q", a.GetOperation()))
 	}
 	oldSpec, err := csiNodeSpec(a.GetOldObject(), o)
 	if err != nil {
-		return forbid(a, reasonUnreadableObject, err)
+		return forbid(reasonUnreadableObject, err)
 	}
 	newSpec, err := csiNodeSpec(a.GetObject(), o)
 	if err != nil {
-		return forbid(a, reasonUnreadableObject, err)
+		return forbid(reasonUnreadableObject, err)
 	}
 	if !apiequality.Semantic.DeepEqual(oldSpec, newSpec) {
-		return forbid(a, reasonForbiddenField, fmt.Errorf("node %q is not allowed to modify CSINode spec via status", nodeName))
+		return forbid(reasonForbiddenField, fmt.Errorf("node %q is not allowed to modify CSINode spec via status", nodeName))
 	}
 	return nil
 }

@@ -33,11 +33,12 @@ import (
 )
 
 // Admitkit is admitkit's own cases: requests in the other served versions,
-// requests Kubernetes' tests do not make, and the allowances of a
-// configuration (the only cases Kubernetes' plugin cannot judge).
+// requests Kubernetes' tests do not make, and the allowances and
+// node-scoped service accounts of a configuration (the only cases
+// Kubernetes' plugin cannot judge).
 func Admitkit() []Case {
 	var cases []Case
-	for _, group := range [][]Case{servedVersionCases(), otherRequestCases(), allowanceCases()} {
+	for _, group := range [][]Case{servedVersionCases(), otherRequestCases(), allowanceCases(), daemonCases()} {
 		cases = append(cases, group...)
 	}
 	return cases

@@ -54,4 +54,30 @@ type Configuration struct {
 	// AllowedTaintKeys are taint keys a node may add, change or remove on its
 	// own Node after registration. Changes to other taints stay forbidden.
 	AllowedTaintKeys []string `json:"allowedTaintKeys,omitempty"`
+
+	// NodeScopedServiceAccounts are the service accounts of node daemons
+	// (a DaemonSet's agent, device plugin or DRA kubelet plugin) to hold to
+	// the node their pod runs on, as kubelets are held to theirs: the node
+	// is the one their pod-bound token names. The top-level allowances
+	// above are the kubelets'; each account carries its own.
+	NodeScopedServiceAccounts []NodeScopedServiceAccount `json:"nodeScopedServiceAccounts,omitempty"`
+}
+
+// NodeScopedServiceAccount names one service account to hold to its node,
+// and what it may change on its own Node beyond what every kubelet may.
+// Accounts are named, not selected by label: whoever may edit a
+// ServiceAccount's labels (any namespace admin, or the daemon itself)
+// could otherwise take it out of the scope.
+type NodeScopedServiceAccount struct {
+	// Namespace of the service account.
+	Namespace string `json:"namespace"`
+	// Name of the service account.
+	Name string `json:"name"`
+
+	// AllowedLabels, AllowedLabelPrefixes and AllowedTaintKeys mean what
+	// the Configuration's fields of the same names mean, for this account
+	// alone. A node-restriction.kubernetes.io label is never allowed.
+	AllowedLabels        []string `json:"allowedLabels,omitempty"`
+	AllowedLabelPrefixes []string `json:"allowedLabelPrefixes,omitempty"`
+	AllowedTaintKeys     []string `json:"allowedTaintKeys,omitempty"`
 }

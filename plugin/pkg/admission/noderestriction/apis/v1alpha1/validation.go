@@ -17,6 +17,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +27,8 @@ import (
 
 // Validate checks a configuration: its apiVersion and kind, that every label
 // key and taint key is a qualified name, every prefix a DNS subdomain, and
-// that nothing lists the reserved node-restriction.kubernetes.io namespace.
+// that nothing lists the reserved node-restriction.kubernetes.io namespace,
+// and that each node-scoped service account is named once, validly.
 // A nil configuration is valid and means Kubernetes' own behaviour.
 func (c *Configuration) Validate() field.ErrorList {
 	if c == nil {
@@ -40,8 +42,41 @@ func (c *Configuration) Validate() field.ErrorList {
 		errs = append(errs, field.NotSupported(field.NewPath("kind"), c.Kind, []string{Kind}))
 	}
 
-	labelsPath := field.NewPath("allowedLabels")
-	for i, key := range c.AllowedLabels {
+	errs = append(errs, validateAllowances(nil, c.AllowedLabels, c.AllowedLabelPrefixes, c.AllowedTaintKeys)...)
+
+	accountsPath := field.NewPath("nodeScopedServiceAccounts")
+	seen := make(map[string]int, len(c.NodeScopedServiceAccounts))
+	for i, sa := range c.NodeScopedServiceAccounts {
+		p := accountsPath.Index(i)
+		valid := true
+		if msgs := validation.IsDNS1123Label(sa.Namespace); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p.Child("namespace"), sa.Namespace, strings.Join(msgs, "; ")))
+			valid = false
+		}
+		if msgs := validation.IsDNS1123Subdomain(sa.Name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p.Child("name"), sa.Name, strings.Join(msgs, "; ")))
+			valid = false
+		}
+		if valid {
+			// A second entry would leave unclear which allowances hold.
+			key := sa.Namespace + "/" + sa.Name
+			if first, dup := seen[key]; dup {
+				errs = append(errs, field.Duplicate(p, fmt.Sprintf("%s (also at %s)", key, accountsPath.Index(first))))
+			} else {
+				seen[key] = i
+			}
+		}
+		errs = append(errs, validateAllowances(p, sa.AllowedLabels, sa.AllowedLabelPrefixes, sa.AllowedTaintKeys)...)
+	}
+	return errs
+}
+
+// validateAllowances checks the label keys, label prefixes and taint keys
+// granted at parent (nil for the kubelets' ones at the top level).
+func validateAllowances(parent *field.Path, labels, prefixes, taintKeys []string) field.ErrorList {
+	var errs field.ErrorList
+	labelsPath := parent.Child("allowedLabels")
+	for i, key := range labels {
 		p := labelsPath.Index(i)
 		if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
 			errs = append(errs, field.Invalid(p, key, strings.Join(msgs, "; ")))
@@ -52,8 +87,8 @@ func (c *Configuration) Validate() field.ErrorList {
 		}
 	}
 
-	prefixesPath := field.NewPath("allowedLabelPrefixes")
-	for i, prefix := range c.AllowedLabelPrefixes {
+	prefixesPath := parent.Child("allowedLabelPrefixes")
+	for i, prefix := range prefixes {
 		p := prefixesPath.Index(i)
 		trimmed := strings.TrimSuffix(prefix, "/")
 		if msgs := validation.IsDNS1123Subdomain(trimmed); len(msgs) > 0 {
@@ -65,8 +100,8 @@ func (c *Configuration) Validate() field.ErrorList {
 		}
 	}
 
-	taintsPath := field.NewPath("allowedTaintKeys")
-	for i, key := range c.AllowedTaintKeys {
+	taintsPath := parent.Child("allowedTaintKeys")
+	for i, key := range taintKeys {
 		if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
 			errs = append(errs, field.Invalid(taintsPath.Index(i), key, strings.Join(msgs, "; ")))
 		}
