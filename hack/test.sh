@@ -21,15 +21,45 @@ fi
 step "go vet"
 go vet ./...
 
-# One staticcheck, at the version go.mod pins with a tool directive, for
-# both modules. generated/ is left out: it is the code generators' output,
-# which we never edit, and it uses client-go and core/v1 names that
-# staticcheck reports as deprecated.
+# One staticcheck, at the version hack/tools/go.mod pins, for both modules.
+# generated/ is left out: it is the code generators' output, which we never
+# edit, and it uses client-go and core/v1 names that staticcheck reports as
+# deprecated.
 step "staticcheck"
-STATICCHECK=$(go tool -n staticcheck)
+STATICCHECK=$(cd hack/tools && go tool -n staticcheck)
 "${STATICCHECK}" $(go list ./... | grep -v "^github.com/admitkit/admitkit/generated/")
 if [[ -f test/go.mod ]]; then
     (cd test && "${STATICCHECK}" ./...)
+fi
+
+# A module that imports admitkit gets the root module's requirements. The
+# generators and staticcheck live in hack/tools/go.mod so that it gets none
+# of theirs: fail when go.mod names a tool, requires a module the tools
+# share with it that no package of the library (on any platform, tests
+# included) needs, or when a generator or linter shows up anywhere in the
+# root module's graph.
+step "no tool modules in the library's module graph"
+if grep -q '^tool' go.mod; then
+    echo "go.mod has tool directives: tools belong in hack/tools/go.mod" >&2
+    exit 1
+fi
+requires() { # go.mod
+    awk '/^require \(/ {block = 1; next} block && /^\)/ {block = 0} block {print $1} /^require [^(]/ {print $2}' "$1" | sort -u
+}
+shared=$(comm -12 <(requires go.mod) <(requires hack/tools/go.mod))
+stray=$(go mod why -m ${shared} | sed -n 's/^(main module does not need module \(.*\))$/\1/p')
+if [[ -n "${stray}" ]]; then
+    echo "go.mod requires modules that only hack/tools needs (go mod tidy removes them):" >&2
+    echo "${stray}" >&2
+    exit 1
+fi
+tools_in_graph=$(go mod graph | tr ' ' '\n' | sed 's/@.*//' | sort -u |
+    grep -Fx -e honnef.co/go/tools -e k8s.io/code-generator -e sigs.k8s.io/controller-tools \
+        -e k8s.io/apiextensions-apiserver -e github.com/gobuffalo/flect || true)
+if [[ -n "${tools_in_graph}" ]]; then
+    echo "the root module's graph (go mod graph) names generator or linter modules:" >&2
+    echo "${tools_in_graph}" >&2
+    exit 1
 fi
 
 step "verify-codegen"

@@ -5,22 +5,26 @@
 # Then the CustomResourceDefinitions of the LocationMutator's mutator kinds
 # (plugin/pkg/admission/locationmutator/crds/manifests), from the types in
 # its apis/mutations.
-# The generators are k8s.io/code-generator's kube_codegen.sh, kube-openapi's
-# openapi-gen and controller-tools' controller-gen at the versions go.mod pins
-# with tool directives.
+# The generators are k8s.io/code-generator's kube_codegen.sh (which builds
+# its generators, openapi-gen included, in code-generator's own module) and
+# controller-tools' controller-gen, at the versions hack/tools/go.mod pins.
+# That module is apart from the library's so that a module importing
+# admitkit never gets the generators in its module graph; the generators
+# still run here, at the root, because they load the library's packages.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"
 MODULE=github.com/admitkit/admitkit
+TOOLS="${ROOT}/hack/tools"
 
 # go list prints no directory for a module that is not in the module cache
 # yet (a new machine), so fetch the generators' modules first.
-if ! go mod download k8s.io/code-generator k8s.io/kube-openapi sigs.k8s.io/controller-tools; then
-    echo "update-codegen: cannot download k8s.io/code-generator, k8s.io/kube-openapi and sigs.k8s.io/controller-tools (check GOPROXY and the network)" >&2
+if ! (cd "${TOOLS}" && go mod download k8s.io/code-generator sigs.k8s.io/controller-tools); then
+    echo "update-codegen: cannot download k8s.io/code-generator and sigs.k8s.io/controller-tools for ${TOOLS}/go.mod (check GOPROXY and the network)" >&2
     exit 1
 fi
-CODEGEN_PKG=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
+CODEGEN_PKG=$(cd "${TOOLS}" && go list -m -f '{{.Dir}}' k8s.io/code-generator)
 if [[ ! -f "${CODEGEN_PKG}/kube_codegen.sh" ]]; then
     echo "update-codegen: kube_codegen.sh not found in k8s.io/code-generator (module directory '${CODEGEN_PKG}')" >&2
     exit 1
@@ -69,6 +73,7 @@ kube::codegen::gen_client \
 CRD_DIR="${ROOT}/plugin/pkg/admission/locationmutator/crds/manifests"
 mkdir -p "${CRD_DIR}"
 rm -f "${CRD_DIR}"/*.yaml
-go tool controller-gen crd \
+CONTROLLER_GEN=$(cd "${TOOLS}" && go tool -n controller-gen)
+"${CONTROLLER_GEN}" crd \
     paths=./plugin/pkg/admission/locationmutator/apis/mutations/... \
     output:crd:dir="${CRD_DIR}"

@@ -15,9 +15,10 @@ limitations under the License.
 */
 
 // Package apiserver is a custom kube-apiserver build: Kubernetes 1.37's
-// kube-apiserver with admitkit's admission plugins registered the way a fork
-// would register them, settings.k8s.io/v1alpha1 served in the same server
-// chain, and an embedded etcd when no --etcd-servers is given.
+// kube-apiserver built the way the README tells a fork to build it (copies of
+// upstream's NewConfig and CreateServerChain with the fork's lines, which
+// call plugin/kubeapiserver), with admitkit's admission plugins registered,
+// and an embedded etcd when no --etcd-servers is given.
 package apiserver
 
 import (
@@ -131,7 +132,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if errs := completed.Validate(); len(errs) != 0 {
 		return utilerrors.NewAggregate(errs)
 	}
-	config, settingsFactory, err := newConfig(completed, o.Identity)
+	config, err := NewConfig(completed, o.Identity)
 	if err != nil {
 		return err
 	}
@@ -139,7 +140,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	chain, err := createServerChain(completedConfig, settingsFactory)
+	chain, err := CreateServerChain(completedConfig)
 	if err != nil {
 		return err
 	}
