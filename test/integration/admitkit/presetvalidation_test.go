@@ -40,7 +40,7 @@ func brokenVolumeSources(t *testing.T) map[string]corev1.VolumeSource {
 	badField := map[string]corev1.VolumeSource{
 		"emptyDir":    {EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptrTo(resource.MustParse("-1Gi"))}},
 		"downwardAPI": {DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{Path: "/etc/labels", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels"}}}}},
-		"projected":   {Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{}}}},
+		"projected":   {Projected: &corev1.ProjectedVolumeSource{DefaultMode: ptrTo(int32(0o1000))}},
 	}
 	sources := map[string]corev1.VolumeSource{}
 	typ := reflect.TypeOf(corev1.VolumeSource{})
@@ -70,7 +70,7 @@ var (
 		"resourceFieldRef": {Name: "R", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.bogus"}}},
 		"configMapKeyRef":  {Name: "C", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}, Key: "bad/key"}}},
 		"secretKeyRef":     {Name: "S", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "Bad_Name"}, Key: "k"}}},
-		"fileKeyRef":       {Name: "K", ValueFrom: &corev1.EnvVarSource{FileKeyRef: &corev1.FileKeySelector{VolumeName: "v", Path: "/abs", Key: "k"}}},
+		"fileKeyRef":       {Name: "K", ValueFrom: &corev1.EnvVarSource{FileKeyRef: &corev1.FileKeySelector{VolumeName: "v", Path: "../escape", Key: "k"}}},
 	}
 	brokenEnvFrom = map[string]corev1.EnvFromSource{
 		"configMapRef": {ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "Bad_Name"}}},
@@ -123,7 +123,7 @@ func TestPresetValidation(t *testing.T) {
 			Volumes:      []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 			VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/data", SubPath: "inside"}},
 		},
-		field: "spec.volumeMounts[0]",
+		field: "spec.volumeMounts", // pod validation names no index here
 	}
 
 	ctx := context.Background()
