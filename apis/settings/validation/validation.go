@@ -95,6 +95,7 @@ func ValidatePodPresetSpec(spec *settings.PodPresetSpec, fldPath *field.Path) fi
 	allErrs = append(allErrs, validateEnv(spec.Env, fldPath.Child("env"))...)
 	allErrs = append(allErrs, validateEnvFrom(spec.EnvFrom, fldPath.Child("envFrom"))...)
 	allErrs = append(allErrs, validateVolumeMounts(spec.VolumeMounts, volumes, fldPath.Child("volumeMounts"))...)
+	allErrs = append(allErrs, validateTargeting(spec, fldPath)...)
 	return allErrs
 }
 
