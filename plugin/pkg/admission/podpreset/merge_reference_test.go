@@ -299,6 +299,27 @@ func BenchmarkMergeList(b *testing.B) {
 			scalebench.PerItem(b, n, func() { mergeList(o, podMounts, presets, mountList) })
 		})
 
+		// Every policy at once: a PresetWins preset replacing half of the
+		// pod's items and adding as many, a PodWins one giving way on every
+		// item. Mounts are replaced by name while their path changes.
+		var enforcedEnv, yieldingEnv []corev1.EnvVar
+		var enforcedMounts []corev1.VolumeMount
+		for i := 0; i < n; i++ {
+			enforcedEnv = append(enforcedEnv, corev1.EnvVar{Name: fmt.Sprintf("POD_%d", i+n/2), Value: "enforced"})
+			yieldingEnv = append(yieldingEnv, corev1.EnvVar{Name: fmt.Sprintf("POD_%d", i), Value: "other"})
+			enforcedMounts = append(enforcedMounts, corev1.VolumeMount{Name: fmt.Sprintf("v%d", i+n/2), MountPath: fmt.Sprintf("/e/%d", i+n/2)})
+		}
+		policies := []*preset{
+			{kind: podPresetKind, name: "enforce", spec: settingsv1alpha1.PodPresetSpec{Env: enforcedEnv, VolumeMounts: enforcedMounts, ConflictPolicy: settingsv1alpha1.ConflictPolicyPresetWins}},
+			{kind: podPresetKind, name: "yield", spec: settingsv1alpha1.PodPresetSpec{Env: yieldingEnv, VolumeMounts: podMounts, ConflictPolicy: settingsv1alpha1.ConflictPolicyPodWins}},
+		}
+		b.Run(fmt.Sprintf("policies-env/items-%d", n), func(b *testing.B) {
+			scalebench.PerItem(b, n, func() { mergeList(o, pod, policies, envList) })
+		})
+		b.Run(fmt.Sprintf("policies-volumeMounts/items-%d", n), func(b *testing.B) {
+			scalebench.PerItem(b, n, func() { mergeList(o, podMounts, policies, mountList) })
+		})
+
 		contradict := make([]corev1.EnvVar, n)
 		for i := range contradict {
 			contradict[i] = corev1.EnvVar{Name: env[i].Name, Value: "other"}
