@@ -37,15 +37,42 @@ type PodPreset struct {
 type PodPresetSpec struct {
 	// Selector chooses the pods, by label. An empty selector matches every pod.
 	Selector metav1.LabelSelector
-	// Env is added to every container and init container.
+	// Env is added to the containers and init containers picked.
 	Env []corev1.EnvVar
-	// EnvFrom is added to every container and init container.
+	// EnvFrom is added to the containers and init containers picked.
 	EnvFrom []corev1.EnvFromSource
 	// Volumes are added to the pod.
 	Volumes []corev1.Volume
-	// VolumeMounts are added to every container and init container.
+	// VolumeMounts are added to the containers and init containers picked.
 	VolumeMounts []corev1.VolumeMount
+	// Containers picks the containers that get env, envFrom and
+	// volumeMounts; nil picks all of them.
+	Containers *ContainerSelector
+	// InitContainers picks the init containers that get env, envFrom and
+	// volumeMounts; nil picks all of them.
+	InitContainers *ContainerSelector
+	// ConflictPolicy is what a conflict of this preset does; empty is
+	// ConflictPolicySkipAll.
+	ConflictPolicy ConflictPolicy
 }
+
+// ContainerSelector picks containers by name: the named ones, or with
+// Exclude every other one.
+type ContainerSelector struct {
+	Names   []string
+	Exclude bool
+}
+
+// ConflictPolicy says what a preset's conflict does to the pod.
+type ConflictPolicy string
+
+// The conflict policies; the v1alpha1 documentation says what each does.
+const (
+	ConflictPolicySkipAll    ConflictPolicy = "SkipAll"
+	ConflictPolicyPodWins    ConflictPolicy = "PodWins"
+	ConflictPolicyPresetWins ConflictPolicy = "PresetWins"
+	ConflictPolicyReject     ConflictPolicy = "Reject"
+)
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 

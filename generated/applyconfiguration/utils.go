@@ -36,6 +36,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &settingsv1alpha1.ClusterPodPresetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ClusterPodPresetSpec"):
 		return &settingsv1alpha1.ClusterPodPresetSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ContainerSelector"):
+		return &settingsv1alpha1.ContainerSelectorApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodPreset"):
 		return &settingsv1alpha1.PodPresetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodPresetSpec"):

@@ -38,6 +38,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ClusterPodPreset{}.OpenAPIModelName():             schema_admitkit_apis_settings_v1alpha1_ClusterPodPreset(ref),
 		v1alpha1.ClusterPodPresetList{}.OpenAPIModelName():         schema_admitkit_apis_settings_v1alpha1_ClusterPodPresetList(ref),
 		v1alpha1.ClusterPodPresetSpec{}.OpenAPIModelName():         schema_admitkit_apis_settings_v1alpha1_ClusterPodPresetSpec(ref),
+		v1alpha1.ContainerSelector{}.OpenAPIModelName():            schema_admitkit_apis_settings_v1alpha1_ContainerSelector(ref),
 		v1alpha1.PodPreset{}.OpenAPIModelName():                    schema_admitkit_apis_settings_v1alpha1_PodPreset(ref),
 		v1alpha1.PodPresetList{}.OpenAPIModelName():                schema_admitkit_apis_settings_v1alpha1_PodPresetList(ref),
 		v1alpha1.PodPresetSpec{}.OpenAPIModelName():                schema_admitkit_apis_settings_v1alpha1_PodPresetSpec(ref),
@@ -547,11 +548,70 @@ func schema_admitkit_apis_settings_v1alpha1_ClusterPodPresetSpec(ref common.Refe
 							},
 						},
 					},
+					"containers": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Containers picks the containers (spec.containers) that get env, envFrom and volumeMounts. Unset: every container, as presets have always done.",
+							Ref:         ref(v1alpha1.ContainerSelector{}.OpenAPIModelName()),
+						},
+					},
+					"initContainers": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitContainers picks the init containers (spec.initContainers), restartable sidecars included, that get env, envFrom and volumeMounts. Unset: every init container.",
+							Ref:         ref(v1alpha1.ContainerSelector{}.OpenAPIModelName()),
+						},
+					},
+					"conflictPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ConflictPolicy is what happens when an item of this preset conflicts with the pod's own (same env name, envFrom source, volume name, mount name or mount path, different value) or with another preset's: SkipAll (unset means SkipAll) admits the pod without any of its presets, with a warning and a PodPresetConflict Event; PodWins keeps the value already there and applies the rest; PresetWins replaces the pod's own value with this preset's; Reject refuses the pod.\n\nPossible enum values:\n - `\"PodWins\"` keeps the value already in the pod and applies the preset's other items.\n - `\"PresetWins\"` replaces the pod's own value with the preset's.\n - `\"Reject\"` refuses the pod.\n - `\"SkipAll\"` admits the pod without any of its presets, with a warning and a PodPresetConflict Event: the behaviour of every preset that does not set a policy.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"PodWins", "PresetWins", "Reject", "SkipAll"},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1.EnvFromSource{}.OpenAPIModelName(), v1.EnvVar{}.OpenAPIModelName(), v1.Volume{}.OpenAPIModelName(), v1.VolumeMount{}.OpenAPIModelName(), metav1.LabelSelector{}.OpenAPIModelName()},
+			v1alpha1.ContainerSelector{}.OpenAPIModelName(), v1.EnvFromSource{}.OpenAPIModelName(), v1.EnvVar{}.OpenAPIModelName(), v1.Volume{}.OpenAPIModelName(), v1.VolumeMount{}.OpenAPIModelName(), metav1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_admitkit_apis_settings_v1alpha1_ContainerSelector(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ContainerSelector picks containers by name. Names are matched exactly: container names are DNS labels, so no name can be mistaken for a pattern.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"names": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Names are the containers picked, or with exclude, the ones left out. An empty list with exclude unset picks no container.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"exclude": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Exclude picks every container except those in names.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
 	}
 }
 
@@ -749,11 +809,31 @@ func schema_admitkit_apis_settings_v1alpha1_PodPresetSpec(ref common.ReferenceCa
 							},
 						},
 					},
+					"containers": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Containers picks the containers (spec.containers) that get env, envFrom and volumeMounts. Unset: every container, as presets have always done.",
+							Ref:         ref(v1alpha1.ContainerSelector{}.OpenAPIModelName()),
+						},
+					},
+					"initContainers": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitContainers picks the init containers (spec.initContainers), restartable sidecars included, that get env, envFrom and volumeMounts. Unset: every init container.",
+							Ref:         ref(v1alpha1.ContainerSelector{}.OpenAPIModelName()),
+						},
+					},
+					"conflictPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ConflictPolicy is what happens when an item of this preset conflicts with the pod's own (same env name, envFrom source, volume name, mount name or mount path, different value) or with another preset's: SkipAll (unset means SkipAll) admits the pod without any of its presets, with a warning and a PodPresetConflict Event; PodWins keeps the value already there and applies the rest; PresetWins replaces the pod's own value with this preset's; Reject refuses the pod.\n\nPossible enum values:\n - `\"PodWins\"` keeps the value already in the pod and applies the preset's other items.\n - `\"PresetWins\"` replaces the pod's own value with the preset's.\n - `\"Reject\"` refuses the pod.\n - `\"SkipAll\"` admits the pod without any of its presets, with a warning and a PodPresetConflict Event: the behaviour of every preset that does not set a policy.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"PodWins", "PresetWins", "Reject", "SkipAll"},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1.EnvFromSource{}.OpenAPIModelName(), v1.EnvVar{}.OpenAPIModelName(), v1.Volume{}.OpenAPIModelName(), v1.VolumeMount{}.OpenAPIModelName(), metav1.LabelSelector{}.OpenAPIModelName()},
+			v1alpha1.ContainerSelector{}.OpenAPIModelName(), v1.EnvFromSource{}.OpenAPIModelName(), v1.EnvVar{}.OpenAPIModelName(), v1.Volume{}.OpenAPIModelName(), v1.VolumeMount{}.OpenAPIModelName(), metav1.LabelSelector{}.OpenAPIModelName()},
 	}
 }
 

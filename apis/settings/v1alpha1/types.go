@@ -72,7 +72,61 @@ type PodPresetSpec struct {
 	// +listType=map
 	// +listMapKey=mountPath
 	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty" patchStrategy:"merge" patchMergeKey:"mountPath"`
+
+	// Containers picks the containers (spec.containers) that get env, envFrom
+	// and volumeMounts. Unset: every container, as presets have always done.
+	// +optional
+	Containers *ContainerSelector `json:"containers,omitempty"`
+
+	// InitContainers picks the init containers (spec.initContainers),
+	// restartable sidecars included, that get env, envFrom and volumeMounts.
+	// Unset: every init container.
+	// +optional
+	InitContainers *ContainerSelector `json:"initContainers,omitempty"`
+
+	// ConflictPolicy is what happens when an item of this preset conflicts
+	// with the pod's own (same env name, envFrom source, volume name, mount
+	// name or mount path, different value) or with another preset's:
+	// SkipAll (unset means SkipAll) admits the pod without any of its
+	// presets, with a warning and a PodPresetConflict Event; PodWins keeps
+	// the value already there and applies the rest; PresetWins replaces the
+	// pod's own value with this preset's; Reject refuses the pod.
+	// +optional
+	ConflictPolicy ConflictPolicy `json:"conflictPolicy,omitempty"`
 }
+
+// ContainerSelector picks containers by name. Names are matched exactly:
+// container names are DNS labels, so no name can be mistaken for a pattern.
+type ContainerSelector struct {
+	// Names are the containers picked, or with exclude, the ones left out.
+	// An empty list with exclude unset picks no container.
+	// +optional
+	// +listType=atomic
+	Names []string `json:"names,omitempty"`
+
+	// Exclude picks every container except those in names.
+	// +optional
+	Exclude bool `json:"exclude,omitempty"`
+}
+
+// ConflictPolicy says what a preset's conflict does to the pod.
+// +enum
+type ConflictPolicy string
+
+const (
+	// ConflictPolicySkipAll admits the pod without any of its presets, with
+	// a warning and a PodPresetConflict Event: the behaviour of every preset
+	// that does not set a policy.
+	ConflictPolicySkipAll ConflictPolicy = "SkipAll"
+	// ConflictPolicyPodWins keeps the value already in the pod and applies
+	// the preset's other items.
+	ConflictPolicyPodWins ConflictPolicy = "PodWins"
+	// ConflictPolicyPresetWins replaces the pod's own value with the
+	// preset's.
+	ConflictPolicyPresetWins ConflictPolicy = "PresetWins"
+	// ConflictPolicyReject refuses the pod.
+	ConflictPolicyReject ConflictPolicy = "Reject"
+)
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 

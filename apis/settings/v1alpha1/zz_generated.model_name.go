@@ -37,6 +37,11 @@ func (in ClusterPodPresetSpec) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ContainerSelector) OpenAPIModelName() string {
+	return "io.k8s.api.settings.v1alpha1.ContainerSelector"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PodPreset) OpenAPIModelName() string {
 	return "io.k8s.api.settings.v1alpha1.PodPreset"
 }

@@ -93,6 +93,7 @@ func ValidatePodPresetSpec(spec *settings.PodPresetSpec, fldPath *field.Path, po
 		allErrs = append(allErrs, field.Required(fldPath.Child("volumes", "env", "envFrom", "volumeMounts"), "must specify at least one"))
 	}
 
+	allErrs = append(allErrs, validateTargeting(spec, fldPath)...)
 	if podFields == nil {
 		podFields = BuiltinPodFields
 	}

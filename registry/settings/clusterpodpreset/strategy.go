@@ -88,9 +88,10 @@ func (s Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) fie
 	return validation.ValidateClusterPodPresetUpdate(obj.(*settings.ClusterPodPreset), old.(*settings.ClusterPodPreset), s.podFields)
 }
 
-// WarningsOnUpdate returns no warnings.
-func (Strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
+// WarningsOnUpdate warns when the update drops the preset's container
+// selection or conflict policy, as an older client would.
+func (Strategy) WarningsOnUpdate(_ context.Context, obj, old runtime.Object) []string {
+	return validation.WarningsOnSpecUpdate(&obj.(*settings.ClusterPodPreset).Spec.PodPresetSpec, &old.(*settings.ClusterPodPreset).Spec.PodPresetSpec, field.NewPath("spec"))
 }
 
 // GetAttrs returns a cluster preset's labels and the field it can be

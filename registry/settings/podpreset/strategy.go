@@ -89,9 +89,10 @@ func (s Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) fie
 	return validation.ValidatePodPresetUpdate(obj.(*settings.PodPreset), old.(*settings.PodPreset), s.podFields)
 }
 
-// WarningsOnUpdate returns no warnings.
-func (Strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
+// WarningsOnUpdate warns when the update drops the preset's container
+// selection or conflict policy, as an older client would.
+func (Strategy) WarningsOnUpdate(_ context.Context, obj, old runtime.Object) []string {
+	return validation.WarningsOnSpecUpdate(&obj.(*settings.PodPreset).Spec, &old.(*settings.PodPreset).Spec, field.NewPath("spec"))
 }
 
 // GetAttrs returns a preset's labels and the fields it can be selected by:

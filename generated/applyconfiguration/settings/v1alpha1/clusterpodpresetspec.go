@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
 	corev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
@@ -105,5 +106,29 @@ func (b *ClusterPodPresetSpecApplyConfiguration) WithVolumeMounts(values ...*cor
 		}
 		b.PodPresetSpecApplyConfiguration.VolumeMounts = append(b.PodPresetSpecApplyConfiguration.VolumeMounts, *values[i])
 	}
+	return b
+}
+
+// WithContainers sets the Containers field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Containers field is set to the value of the last call.
+func (b *ClusterPodPresetSpecApplyConfiguration) WithContainers(value *ContainerSelectorApplyConfiguration) *ClusterPodPresetSpecApplyConfiguration {
+	b.PodPresetSpecApplyConfiguration.Containers = value
+	return b
+}
+
+// WithInitContainers sets the InitContainers field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the InitContainers field is set to the value of the last call.
+func (b *ClusterPodPresetSpecApplyConfiguration) WithInitContainers(value *ContainerSelectorApplyConfiguration) *ClusterPodPresetSpecApplyConfiguration {
+	b.PodPresetSpecApplyConfiguration.InitContainers = value
+	return b
+}
+
+// WithConflictPolicy sets the ConflictPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ConflictPolicy field is set to the value of the last call.
+func (b *ClusterPodPresetSpecApplyConfiguration) WithConflictPolicy(value settingsv1alpha1.ConflictPolicy) *ClusterPodPresetSpecApplyConfiguration {
+	b.PodPresetSpecApplyConfiguration.ConflictPolicy = &value
 	return b
 }

@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
 	corev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
@@ -39,6 +40,21 @@ type PodPresetSpecApplyConfiguration struct {
 	Volumes []corev1.VolumeApplyConfiguration `json:"volumes,omitempty"`
 	// VolumeMounts defines the collection of VolumeMount to inject into containers.
 	VolumeMounts []corev1.VolumeMountApplyConfiguration `json:"volumeMounts,omitempty"`
+	// Containers picks the containers (spec.containers) that get env, envFrom
+	// and volumeMounts. Unset: every container, as presets have always done.
+	Containers *ContainerSelectorApplyConfiguration `json:"containers,omitempty"`
+	// InitContainers picks the init containers (spec.initContainers),
+	// restartable sidecars included, that get env, envFrom and volumeMounts.
+	// Unset: every init container.
+	InitContainers *ContainerSelectorApplyConfiguration `json:"initContainers,omitempty"`
+	// ConflictPolicy is what happens when an item of this preset conflicts
+	// with the pod's own (same env name, envFrom source, volume name, mount
+	// name or mount path, different value) or with another preset's:
+	// SkipAll (unset means SkipAll) admits the pod without any of its
+	// presets, with a warning and a PodPresetConflict Event; PodWins keeps
+	// the value already there and applies the rest; PresetWins replaces the
+	// pod's own value with this preset's; Reject refuses the pod.
+	ConflictPolicy *settingsv1alpha1.ConflictPolicy `json:"conflictPolicy,omitempty"`
 }
 
 // PodPresetSpecApplyConfiguration constructs a declarative configuration of the PodPresetSpec type for use with
@@ -104,5 +120,29 @@ func (b *PodPresetSpecApplyConfiguration) WithVolumeMounts(values ...*corev1.Vol
 		}
 		b.VolumeMounts = append(b.VolumeMounts, *values[i])
 	}
+	return b
+}
+
+// WithContainers sets the Containers field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Containers field is set to the value of the last call.
+func (b *PodPresetSpecApplyConfiguration) WithContainers(value *ContainerSelectorApplyConfiguration) *PodPresetSpecApplyConfiguration {
+	b.Containers = value
+	return b
+}
+
+// WithInitContainers sets the InitContainers field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the InitContainers field is set to the value of the last call.
+func (b *PodPresetSpecApplyConfiguration) WithInitContainers(value *ContainerSelectorApplyConfiguration) *PodPresetSpecApplyConfiguration {
+	b.InitContainers = value
+	return b
+}
+
+// WithConflictPolicy sets the ConflictPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ConflictPolicy field is set to the value of the last call.
+func (b *PodPresetSpecApplyConfiguration) WithConflictPolicy(value settingsv1alpha1.ConflictPolicy) *PodPresetSpecApplyConfiguration {
+	b.ConflictPolicy = &value
 	return b
 }

@@ -246,6 +246,10 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 		return apierrors.NewBadRequest(fmt.Sprintf("Resource was marked with kind Pod but was unable to be converted: %v", err))
 	}
 	if err := applyPresets(pod, presets); err != nil {
+		var refused *refusal
+		if errors.As(err, &refused) {
+			return admission.NewForbidden(a, fmt.Errorf("pod %s refused by pod presets whose conflictPolicy is Reject: %w", podRef(a.GetNamespace(), podMeta).Name, refused.err))
+		}
 		if firstTime(&record.conflict) {
 			conflicts.Inc()
 			p.reportConflict(ctx, a, podMeta, presets, err)

@@ -19,11 +19,13 @@ package podpreset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -95,6 +97,26 @@ func (g *generator) mounts() []corev1.VolumeMount {
 	return out
 }
 
+// policy is a conflict policy, unset as often as any other.
+func (g *generator) policy() settingsv1alpha1.ConflictPolicy {
+	return []settingsv1alpha1.ConflictPolicy{"",
+		settingsv1alpha1.ConflictPolicySkipAll, settingsv1alpha1.ConflictPolicyPodWins,
+		settingsv1alpha1.ConflictPolicyPresetWins, settingsv1alpha1.ConflictPolicyReject}[g.next(5)]
+}
+
+// containerSelector is unset half the time, or names some of the names
+// prefix gives containers, picking or leaving them out.
+func (g *generator) containerSelector(prefix string) *settingsv1alpha1.ContainerSelector {
+	if g.next(2) == 0 {
+		return nil
+	}
+	s := &settingsv1alpha1.ContainerSelector{Exclude: g.next(2) == 0}
+	for n := g.next(3); n > 0; n-- {
+		s.Names = append(s.Names, g.name(prefix))
+	}
+	return s
+}
+
 func (g *generator) pod() *corev1.Pod {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "fuzz", Namespace: testNamespace, Labels: map[string]string{"app": g.name("a")}}}
 	pod.Spec.Volumes = g.volumes()
@@ -116,7 +138,8 @@ func (g *generator) pod() *corev1.Pod {
 func (g *generator) presets() []runtime.Object {
 	var out []runtime.Object
 	for n := g.next(4); n > 0; n-- {
-		spec := settingsv1alpha1.PodPresetSpec{Env: g.env(), EnvFrom: g.envFrom(), Volumes: g.volumes(), VolumeMounts: g.mounts()}
+		spec := settingsv1alpha1.PodPresetSpec{Env: g.env(), EnvFrom: g.envFrom(), Volumes: g.volumes(), VolumeMounts: g.mounts(),
+			ConflictPolicy: g.policy(), Containers: g.containerSelector("c"), InitContainers: g.containerSelector("init")}
 		selector := metav1.LabelSelector{}
 		if g.next(2) == 0 {
 			selector.MatchLabels = map[string]string{"app": g.name("a")}
@@ -131,9 +154,10 @@ func (g *generator) presets() []runtime.Object {
 }
 
 // FuzzAdmit checks the plugin's promises on random pods and presets: it
-// never fails a valid pod, it keeps every original item in its place, it
-// applies all of the matching presets or none, and a second admission
-// changes nothing.
+// fails a pod only when a Reject preset conflicts, and then leaves it as
+// it was; unless a PresetWins preset replaces some, it keeps every original
+// item in its place; it applies all of the matching presets or none; and
+// a second admission changes nothing.
 func FuzzAdmit(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20})
@@ -145,11 +169,23 @@ func FuzzAdmit(f *testing.F) {
 		original := g.pod()
 		p, _ := newTestPlugin(t, presets...)
 
+		matching, err := p.matchingPresets(context.Background(), testNamespace, original.Labels)
+		if err != nil {
+			t.Fatal(err)
+		}
 		pod := original.DeepCopy()
 		if err := p.Admit(context.Background(), createAttributes(pod), nil); err != nil {
-			t.Fatalf("Admit: %v", err)
+			if !apierrors.IsForbidden(err) || !slices.ContainsFunc(matching, (*preset).rejects) {
+				t.Fatalf("Admit: %v", err)
+			}
+			if diff := cmp.Diff(original, pod); diff != "" {
+				t.Fatalf("a refused pod was changed (-original +refused):\n%s", diff)
+			}
+			return
 		}
-		keepsOriginal(t, original, pod)
+		if !slices.ContainsFunc(matching, (*preset).enforces) {
+			keepsOriginal(t, original, pod)
+		}
 		if len(pod.Annotations) > 0 && !cmp.Equal(pod.Annotations, appliedAnnotations(t, p, original)) {
 			t.Fatalf("only some matching presets were recorded: %v", pod.Annotations)
 		}

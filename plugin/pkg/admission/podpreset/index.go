@@ -84,7 +84,8 @@ func newPresetIndex() *presetIndex {
 
 // compile makes a preset from its defaulted spec, which it keeps.
 func compile(kind string, m *metav1.ObjectMeta, spec settingsv1alpha1.PodPresetSpec, namespaceSelector *metav1.LabelSelector) *compiledPreset {
-	c := &compiledPreset{preset: preset{kind: kind, name: m.Name, resourceVersion: m.ResourceVersion, spec: spec}}
+	c := &compiledPreset{preset: preset{kind: kind, name: m.Name, resourceVersion: m.ResourceVersion, spec: spec,
+		containers: newContainerPicker(spec.Containers), initContainers: newContainerPicker(spec.InitContainers)}}
 	c.selector, c.err = compileSelector(&c.spec.Selector)
 	if c.err != nil {
 		c.err = fmt.Errorf("spec.selector: %w", c.err)

@@ -18,6 +18,7 @@ package podpreset
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -33,9 +34,54 @@ type preset struct {
 	name            string
 	resourceVersion string
 	spec            settingsv1alpha1.PodPresetSpec
+	// containers and initContainers are spec.containers and
+	// spec.initContainers compiled.
+	containers, initContainers containerPicker
 }
 
 func (p *preset) String() string { return fmt.Sprintf("%s %q", p.kind, p.name) }
+
+// yields is true of a preset whose conflicting items give way.
+func (p *preset) yields() bool {
+	return p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyPodWins
+}
+
+// enforces is true of a preset whose items replace the pod's own.
+func (p *preset) enforces() bool {
+	return p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyPresetWins
+}
+
+// rejects is true of a preset whose conflicts refuse the pod.
+func (p *preset) rejects() bool {
+	return p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyReject
+}
+
+// containerPicker is a ContainerSelector ready for lookups. Its zero value
+// picks every container, as an unset selector does.
+type containerPicker struct {
+	set     bool
+	names   map[string]struct{}
+	exclude bool
+}
+
+func newContainerPicker(s *settingsv1alpha1.ContainerSelector) containerPicker {
+	if s == nil {
+		return containerPicker{}
+	}
+	c := containerPicker{set: true, exclude: s.Exclude, names: make(map[string]struct{}, len(s.Names))}
+	for _, name := range s.Names {
+		c.names[name] = struct{}{}
+	}
+	return c
+}
+
+func (c *containerPicker) picks(name string) bool {
+	if !c.set {
+		return true
+	}
+	_, named := c.names[name]
+	return named != c.exclude
+}
 
 // annotationKey is where the pod records that this preset was applied.
 func (p *preset) annotationKey() string {
@@ -67,80 +113,294 @@ type list[T any] struct {
 	deepCopy func(*T) T
 }
 
-// mergeList merges every preset's items (preset order, then item order)
-// after the original ones. An item equal to one already there is skipped,
-// so merging twice gives the same list; one that shares a key with a
-// different item is a conflict. Items appended from earlier presets count as
-// already there, so two presets cannot both add, or disagree on, one item.
-// original is never modified: the result is a new slice once anything is
-// appended, and original itself when nothing is.
+// conflict is a conflict that no preset's policy resolved: the pod gets
+// none of its presets, or with reject, is refused.
+type conflict struct {
+	err    error
+	reject bool
+}
+
+// mergeList merges every preset's items after the original ones. An item
+// equal to one already there is skipped, so merging twice gives the same
+// list. An item that shares a key with a different one is a conflict,
+// which the presets' policies settle:
+//
+//   - against the pod's own item, the preset's policy decides: PodWins
+//     keeps the pod's, PresetWins puts the preset's in its place, SkipAll
+//     and Reject make it a conflict;
+//   - against another preset's item, a PodWins preset gives way (between
+//     two PodWins presets, the first in order keeps its item); when
+//     neither gives way, it is a conflict, which refuses the pod if either
+//     preset's policy is Reject.
+//
+// PresetWins items are placed first, then those of SkipAll and Reject
+// presets, then PodWins ones, so that who gives way never depends on
+// names; appended items still end up in preset order, then item order.
+// original is never modified: the result is a new slice once anything
+// changes, and original itself when nothing does.
 //
 // Items are found by key through maps built once per merge, so a pod and a
 // preset of n items each cost O(n), not O(n²): both are the namespace
 // user's to make large.
-func mergeList[T any](o owner, original []T, presets []*preset, l list[T]) ([]T, []error) {
+func mergeList[T any](o owner, original []T, presets []*preset, l list[T]) ([]T, []conflict) {
 	total := countItems(presets, l)
 	if total == 0 {
 		return original, nil
 	}
-	merged := original
+	m := &merger[T]{o: o, l: l, presets: presets, base: original, merged: original, total: total}
+	m.placeEnforced()
 	// at[k] holds, for each value of key k, the first item of merged that
 	// has it: the one a linear search finds. Small lists are searched:
 	// most pods and presets have a handful of items, for which maps would
 	// cost more than they save.
-	var at []map[itemKey]int
-	if len(original)+total > linearSearchMax {
-		at = make([]map[itemKey]int, len(l.keys))
+	if len(m.merged)+total > linearSearchMax {
+		m.at = make([]map[itemKey]int, len(l.keys))
 		for k, key := range l.keys {
-			at[k] = make(map[itemKey]int, len(original)+total)
-			for j := range original {
-				addIfAbsent(at[k], key.of(&original[j]), j)
+			m.at[k] = make(map[itemKey]int, len(m.merged)+total)
+			for j := range m.merged {
+				addIfAbsent(m.at[k], key.of(&m.merged[j]), j)
 			}
 		}
 	}
-	var from origins[T]
-	var errs []error
 	for pi, p := range presets {
-		items := l.items(&p.spec)
+		if !p.yields() && !p.enforces() {
+			m.add(pi)
+		}
+	}
+	for pi, p := range presets {
+		if p.yields() {
+			m.add(pi)
+		}
+	}
+	m.sortAppended()
+	return m.merged, m.conflicts
+}
+
+// merger is the state of one mergeList.
+type merger[T any] struct {
+	o       owner
+	l       list[T]
+	presets []*preset
+	total   int
+	// base is the pod's items, with PresetWins items in place of those
+	// they replace; merged is base followed by the appended items.
+	base, merged []T
+	// placedBy maps an index of base to the preset whose item replaced the
+	// pod's there.
+	placedBy map[int]int
+	// tags[i] is the index of the preset that appended merged[len(base)+i];
+	// kept only when there are several presets.
+	tags []int32
+	// own is true once merged no longer aliases the pod's slice.
+	own       bool
+	at        []map[itemKey]int
+	conflicts []conflict
+}
+
+// source is the preset whose item merged[j] is, or nil for the pod's own.
+func (m *merger[T]) source(j int) *preset {
+	if j < len(m.base) {
+		if pi, ok := m.placedBy[j]; ok {
+			return m.presets[pi]
+		}
+		return nil
+	}
+	if m.tags == nil {
+		return m.presets[0]
+	}
+	return m.presets[m.tags[j-len(m.base)]]
+}
+
+// append adds a copy of preset pi's item at the end of merged.
+func (m *merger[T]) append(pi int, item *T) {
+	if !m.own {
+		// The first item appended: make room for every item the presets
+		// could add, so the list is allocated once.
+		merged := make([]T, len(m.merged), len(m.merged)+m.total)
+		copy(merged, m.merged)
+		m.merged, m.own = merged, true
+	}
+	// No key of an appended item is in the maps yet (or it would have
+	// been a duplicate or a conflict).
+	for k, index := range m.at {
+		index[m.l.keys[k].of(item)] = len(m.merged)
+	}
+	m.merged = append(m.merged, m.l.deepCopy(item))
+	if len(m.presets) > 1 {
+		if m.tags == nil {
+			m.tags = make([]int32, 0, m.total)
+		}
+		m.tags = append(m.tags, int32(pi))
+	}
+}
+
+// add merges preset pi's items into merged.
+func (m *merger[T]) add(pi int) {
+	p := m.presets[pi]
+	items := m.l.items(&p.spec)
+	for i := range items {
+		item := &items[i]
+		duplicate, conflicting := false, false
+		for k, key := range m.l.keys {
+			j, found := find(m.merged, m.at, k, key, key.of(item))
+			if !found {
+				continue
+			}
+			if p.yields() {
+				// Whatever is there, pod's or preset's, stays.
+				conflicting = true
+				break
+			}
+			if apiequality.Semantic.DeepEqual(m.merged[j], *item) {
+				duplicate = true
+				continue
+			}
+			conflicting = true
+			origin := m.source(j)
+			where := "in " + m.o.String()
+			reject := p.rejects()
+			if origin != nil {
+				where = "from " + origin.String()
+				reject = reject || origin.rejects()
+			}
+			m.conflicts = append(m.conflicts, conflict{
+				err:    fmt.Errorf("%s: %s conflicts with the one %s", p, key.describe(item), where),
+				reject: reject,
+			})
+		}
+		if duplicate || conflicting {
+			continue
+		}
+		m.append(pi, item)
+	}
+}
+
+// placeEnforced puts the items of PresetWins presets into the list before
+// any other preset's: one that shares a key with a different item of the
+// pod takes that item's place (and drops any further such item), the rest
+// are appended. Two PresetWins presets that disagree cannot both win: a
+// conflict, as with presets that set no policy.
+func (m *merger[T]) placeEnforced() {
+	type claim struct {
+		pi     int
+		item   *T
+		placed bool
+	}
+	var claims []claim
+	var byKey []map[itemKey]int
+	for pi, p := range m.presets {
+		if !p.enforces() {
+			continue
+		}
+		items := m.l.items(&p.spec)
 		for i := range items {
+			if byKey == nil {
+				byKey = make([]map[itemKey]int, len(m.l.keys))
+				for k := range byKey {
+					byKey[k] = map[itemKey]int{}
+				}
+			}
 			item := &items[i]
-			duplicate, conflict := false, false
-			for k, key := range l.keys {
-				j, found := find(merged, at, k, key, key.of(item))
-				if !found {
+			duplicate, conflicting := false, false
+			for k, key := range m.l.keys {
+				c, ok := byKey[k][key.of(item)]
+				if !ok {
 					continue
 				}
-				if apiequality.Semantic.DeepEqual(merged[j], *item) {
+				if apiequality.Semantic.DeepEqual(*claims[c].item, *item) {
 					duplicate = true
 					continue
 				}
-				conflict = true
-				origin := "in " + o.String()
-				if j >= len(original) {
-					if earlier, ok := from.first(presets, pi, l, k, key.of(&merged[j])); ok {
-						origin = "from " + earlier.String()
-					}
-				}
-				errs = append(errs, fmt.Errorf("%s: %s conflicts with the one %s", p, key.describe(item), origin))
+				conflicting = true
+				m.conflicts = append(m.conflicts, conflict{
+					err: fmt.Errorf("%s: %s conflicts with the one from %s", p, key.describe(item), m.presets[claims[c].pi]),
+				})
 			}
-			if duplicate || conflict {
+			if duplicate || conflicting {
 				continue
 			}
-			if len(merged) == len(original) {
-				// The first item appended: make room for every item the
-				// presets could add, so the list is allocated once.
-				merged = make([]T, len(original), len(original)+total)
-				copy(merged, original)
+			for k, key := range m.l.keys {
+				byKey[k][key.of(item)] = len(claims)
 			}
-			// No key of an appended item is in the maps yet (or it would
-			// have been a duplicate or a conflict).
-			for k, index := range at {
-				index[l.keys[k].of(item)] = len(merged)
-			}
-			merged = append(merged, l.deepCopy(item))
+			claims = append(claims, claim{pi: pi, item: item})
 		}
 	}
-	return merged, errs
+	if len(claims) == 0 {
+		return
+	}
+
+	// base stays nil, and the pod's slice in use, until a pod item is
+	// replaced or dropped.
+	var base []T
+	var placedBy map[int]int
+	for j := range m.base {
+		own := &m.base[j]
+		replacedBy := -1
+		for k, key := range m.l.keys {
+			c, ok := byKey[k][key.of(own)]
+			if !ok {
+				continue
+			}
+			if apiequality.Semantic.DeepEqual(*claims[c].item, *own) {
+				// The pod has it already: it stays the pod's.
+				claims[c].placed = true
+				continue
+			}
+			if replacedBy < 0 {
+				replacedBy = c
+			}
+		}
+		if replacedBy < 0 {
+			if base != nil {
+				base = append(base, *own)
+			}
+			continue
+		}
+		if base == nil {
+			base = make([]T, j, len(m.base)+m.total)
+			copy(base, m.base[:j])
+			placedBy = map[int]int{}
+		}
+		// The first pod item a claim meets gives it its place; any
+		// further one goes.
+		if !claims[replacedBy].placed {
+			claims[replacedBy].placed = true
+			placedBy[len(base)] = claims[replacedBy].pi
+			base = append(base, m.l.deepCopy(claims[replacedBy].item))
+		}
+	}
+	if base != nil {
+		m.base, m.merged, m.placedBy, m.own = base, base, placedBy, true
+	}
+	for _, c := range claims {
+		if !c.placed {
+			m.append(c.pi, c.item)
+		}
+	}
+}
+
+// sortAppended puts the appended items in preset order: each phase
+// appends its presets' items in order, so only interleaving phases can
+// break it. A counting sort on the preset index keeps it linear and each
+// preset's items in their order.
+func (m *merger[T]) sortAppended() {
+	if m.tags == nil || slices.IsSorted(m.tags) {
+		return
+	}
+	starts := make([]int, len(m.presets)+1)
+	for _, t := range m.tags {
+		starts[t+1]++
+	}
+	for i := 1; i < len(starts); i++ {
+		starts[i] += starts[i-1]
+	}
+	appended := m.merged[len(m.base):]
+	sorted := make([]T, len(appended))
+	for i, t := range m.tags {
+		sorted[starts[t]] = appended[i]
+		starts[t]++
+	}
+	copy(appended, sorted)
 }
 
 // linearSearchMax is the longest merged list searched item by item. It is
@@ -174,41 +434,6 @@ func countItems[T any](presets []*preset, l list[T]) int {
 		n += len(l.items(&p.spec))
 	}
 	return n
-}
-
-// origins names where an appended item came from in a conflict message:
-// the first earlier preset carrying an item with its key. Only conflicts
-// ask, so the index is built on the first question, and extended preset by
-// preset as the merge moves on.
-type origins[T any] struct {
-	// byKey[k] holds, for each value of key k, the index of the first
-	// preset in presets[:indexed] that carries it.
-	byKey   []map[itemKey]int
-	indexed int
-}
-
-// first returns the first of presets[:before] carrying an item whose key k
-// is v.
-func (s *origins[T]) first(presets []*preset, before int, l list[T], k int, v itemKey) (*preset, bool) {
-	if s.byKey == nil {
-		s.byKey = make([]map[itemKey]int, len(l.keys))
-		for k := range s.byKey {
-			s.byKey[k] = map[itemKey]int{}
-		}
-	}
-	for ; s.indexed < before; s.indexed++ {
-		items := l.items(&presets[s.indexed].spec)
-		for i := range items {
-			for k, key := range l.keys {
-				addIfAbsent(s.byKey[k], key.of(&items[i]), s.indexed)
-			}
-		}
-	}
-	pi, ok := s.byKey[k][v]
-	if !ok {
-		return nil, false
-	}
-	return presets[pi], true
 }
 
 // owner is the pod or container a merged list belongs to, named only when a
@@ -312,36 +537,76 @@ type containerLists struct {
 	mounts  []corev1.VolumeMount
 }
 
-func mergeContainer(o owner, c *corev1.Container, presets []*preset) (containerLists, []error) {
-	env, errs := mergeList(o, c.Env, presets, envList)
-	envFrom, envFromErrs := mergeList(o, c.EnvFrom, presets, envFromList)
-	mounts, mountErrs := mergeList(o, c.VolumeMounts, presets, mountList)
-	return containerLists{env: env, envFrom: envFrom, mounts: mounts}, append(append(errs, envFromErrs...), mountErrs...)
+func mergeContainer(o owner, c *corev1.Container, presets []*preset) (containerLists, []conflict) {
+	env, conflicts := mergeList(o, c.Env, presets, envList)
+	envFrom, envFromConflicts := mergeList(o, c.EnvFrom, presets, envFromList)
+	mounts, mountConflicts := mergeList(o, c.VolumeMounts, presets, mountList)
+	return containerLists{env: env, envFrom: envFrom, mounts: mounts}, append(append(conflicts, envFromConflicts...), mountConflicts...)
 }
 
-// applyPresets merges every preset into the pod, all or nothing: the pod is
-// changed only if no preset conflicts with the pod or with another preset.
-// Every container and init container, restartable sidecars included, gets
-// the same env, envFrom and mounts; ephemeral containers never do, since
-// they are added later through their own subresource.
+// picking returns the presets that pick a container, presets itself when
+// they all do.
+func picking(presets []*preset, name string, picker func(*preset) *containerPicker) []*preset {
+	for i, p := range presets {
+		if picker(p).picks(name) {
+			continue
+		}
+		out := append([]*preset(nil), presets[:i]...)
+		for _, p := range presets[i+1:] {
+			if picker(p).picks(name) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	return presets
+}
+
+func containersOf(p *preset) *containerPicker     { return &p.containers }
+func initContainersOf(p *preset) *containerPicker { return &p.initContainers }
+
+// refusal is the error of a pod create that a preset's conflict refuses.
+type refusal struct{ err error }
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
+// applyPresets merges every preset into the pod, with the policies of
+// mergeList settling conflicts. When a conflict remains the pod is not
+// changed at all: the error is a *refusal when a Reject preset takes part
+// in one, and lists only those conflicts; otherwise it lists them all.
+// Every container and init container a preset picks gets its env, envFrom
+// and mounts; ephemeral containers never do, since they are added later
+// through their own subresource. Volumes go into the pod whichever
+// containers a preset picks.
 func applyPresets(pod *corev1.Pod, presets []*preset) error {
-	volumes, errs := mergeList(owner{kind: "the pod"}, pod.Spec.Volumes, presets, volumeList)
+	volumes, conflicts := mergeList(owner{kind: "the pod"}, pod.Spec.Volumes, presets, volumeList)
 	initLists := make([]containerLists, len(pod.Spec.InitContainers))
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		lists, containerErrs := mergeContainer(owner{kind: "init container", name: c.Name}, c, presets)
+		lists, containerConflicts := mergeContainer(owner{kind: "init container", name: c.Name}, c, picking(presets, c.Name, initContainersOf))
 		initLists[i] = lists
-		errs = append(errs, containerErrs...)
+		conflicts = append(conflicts, containerConflicts...)
 	}
 	lists := make([]containerLists, len(pod.Spec.Containers))
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		containerLists, containerErrs := mergeContainer(owner{kind: "container", name: c.Name}, c, presets)
+		containerLists, containerConflicts := mergeContainer(owner{kind: "container", name: c.Name}, c, picking(presets, c.Name, containersOf))
 		lists[i] = containerLists
-		errs = append(errs, containerErrs...)
+		conflicts = append(conflicts, containerConflicts...)
 	}
-	if len(errs) > 0 {
-		return utilerrors.NewAggregate(errs)
+	if len(conflicts) > 0 {
+		var all, rejecting []error
+		for _, c := range conflicts {
+			all = append(all, c.err)
+			if c.reject {
+				rejecting = append(rejecting, c.err)
+			}
+		}
+		if len(rejecting) > 0 {
+			return &refusal{err: utilerrors.NewAggregate(rejecting)}
+		}
+		return utilerrors.NewAggregate(all)
 	}
 
 	pod.Spec.Volumes = volumes

@@ -19,6 +19,7 @@ package podpreset
 import (
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -30,54 +31,154 @@ import (
 )
 
 // referenceMerge is mergeList written the plain way, every lookup a linear
-// search: what the indexed merge must agree with on every input.
-func referenceMerge[T any](o owner, original []T, presets []*preset, l list[T]) ([]T, []error) {
-	merged := original
-	var errs []error
+// search and every item tagged with where it came from: what the indexed
+// merge must agree with on every input.
+func referenceMerge[T any](o owner, original []T, presets []*preset, l list[T]) ([]T, []conflict) {
+	type entry struct {
+		item T
+		// src is the index of the preset the item is from, -1 for the pod.
+		src int
+	}
+	var conflicts []conflict
+
+	// PresetWins items claim their keys first, in preset order.
+	type claim struct {
+		src    int
+		item   T
+		placed bool
+	}
+	var claims []*claim
+	claimWith := func(key listKey[T], item *T) *claim {
+		for _, c := range claims {
+			if key.same(&c.item, item) {
+				return c
+			}
+		}
+		return nil
+	}
 	for pi, p := range presets {
+		if p.spec.ConflictPolicy != settingsv1alpha1.ConflictPolicyPresetWins {
+			continue
+		}
 		items := l.items(&p.spec)
 		for i := range items {
-			item := &items[i]
-			duplicate, conflict := false, false
+			duplicate, conflicting := false, false
 			for _, key := range l.keys {
-				j := referenceIndex(merged, item, key)
-				if j < 0 {
+				c := claimWith(key, &items[i])
+				if c == nil {
 					continue
 				}
-				if apiequality.Semantic.DeepEqual(merged[j], *item) {
+				if apiequality.Semantic.DeepEqual(c.item, items[i]) {
 					duplicate = true
 					continue
 				}
-				conflict = true
-				origin := "in " + o.String()
-				if j >= len(original) {
-					for _, earlier := range presets[:pi] {
-						if referenceIndex(l.items(&earlier.spec), &merged[j], key) >= 0 {
-							origin = "from " + earlier.String()
-							break
-						}
-					}
-				}
-				errs = append(errs, fmt.Errorf("%s: %s conflicts with the one %s", p, key.describe(item), origin))
+				conflicting = true
+				conflicts = append(conflicts, conflict{err: fmt.Errorf("%s: %s conflicts with the one from %s", p, key.describe(&items[i]), presets[c.src])})
 			}
-			if !duplicate && !conflict {
-				if len(merged) == len(original) {
-					merged = append([]T(nil), original...)
-				}
-				merged = append(merged, l.deepCopy(item))
+			if !duplicate && !conflicting {
+				claims = append(claims, &claim{src: pi, item: items[i]})
 			}
 		}
 	}
-	return merged, errs
-}
 
-func referenceIndex[T any](items []T, item *T, key listKey[T]) int {
-	for i := range items {
-		if key.same(&items[i], item) {
-			return i
+	// The pod's items, each replaced by the first claim it meets that
+	// differs from it, or dropped when that claim is already placed.
+	var entries []entry
+	changed := false
+	for _, own := range original {
+		var winner *claim
+		for _, key := range l.keys {
+			c := claimWith(key, &own)
+			if c == nil {
+				continue
+			}
+			if apiequality.Semantic.DeepEqual(c.item, own) {
+				c.placed = true
+				continue
+			}
+			if winner == nil {
+				winner = c
+			}
+		}
+		switch {
+		case winner == nil:
+			entries = append(entries, entry{item: own, src: -1})
+		case !winner.placed:
+			winner.placed = true
+			entries = append(entries, entry{item: winner.item, src: winner.src})
+			changed = true
+		default:
+			changed = true
 		}
 	}
-	return -1
+	nbase := len(entries)
+	for _, c := range claims {
+		if !c.placed {
+			entries = append(entries, entry{item: c.item, src: c.src})
+			changed = true
+		}
+	}
+
+	firstWith := func(key listKey[T], item *T) int {
+		for j := range entries {
+			if key.same(&entries[j].item, item) {
+				return j
+			}
+		}
+		return -1
+	}
+	merge := func(pi int) {
+		p := presets[pi]
+		items := l.items(&p.spec)
+		for i := range items {
+			item := &items[i]
+			duplicate, conflicting := false, false
+			for _, key := range l.keys {
+				j := firstWith(key, item)
+				if j < 0 {
+					continue
+				}
+				if p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyPodWins {
+					conflicting = true
+					break
+				}
+				if apiequality.Semantic.DeepEqual(entries[j].item, *item) {
+					duplicate = true
+					continue
+				}
+				conflicting = true
+				where, reject := "in "+o.String(), p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyReject
+				if src := entries[j].src; src >= 0 {
+					where = "from " + presets[src].String()
+					reject = reject || presets[src].spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyReject
+				}
+				conflicts = append(conflicts, conflict{err: fmt.Errorf("%s: %s conflicts with the one %s", p, key.describe(item), where), reject: reject})
+			}
+			if !duplicate && !conflicting {
+				entries = append(entries, entry{item: *item, src: pi})
+				changed = true
+			}
+		}
+	}
+	for pi, p := range presets {
+		if policy := p.spec.ConflictPolicy; policy != settingsv1alpha1.ConflictPolicyPodWins && policy != settingsv1alpha1.ConflictPolicyPresetWins {
+			merge(pi)
+		}
+	}
+	for pi, p := range presets {
+		if p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyPodWins {
+			merge(pi)
+		}
+	}
+	if !changed {
+		return original, conflicts
+	}
+	sort.SliceStable(entries[nbase:], func(a, b int) bool { return entries[nbase+a].src < entries[nbase+b].src })
+	merged := make([]T, len(entries))
+	for j := range entries {
+		merged[j] = entries[j].item
+	}
+	return merged, conflicts
 }
 
 // genPresets makes presets over the generator's small alphabets, so that
@@ -90,7 +191,7 @@ func (g *generator) genPresets() []*preset {
 			kind = clusterPodPresetKind
 		}
 		out = append(out, &preset{kind: kind, name: g.name("p"), spec: settingsv1alpha1.PodPresetSpec{
-			Env: g.env(), EnvFrom: g.envFrom(), Volumes: g.volumes(), VolumeMounts: g.mounts(),
+			Env: g.env(), EnvFrom: g.envFrom(), Volumes: g.volumes(), VolumeMounts: g.mounts(), ConflictPolicy: g.policy(),
 		}})
 	}
 	return out
@@ -107,7 +208,7 @@ func sameMerge[T any](t *testing.T, what string, original []T, presets []*preset
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("%s: merged list differs from the reference (-want +got):\n%s", what, diff)
 	}
-	if diff := cmp.Diff(errorTexts(wantErrs), errorTexts(gotErrs)); diff != "" {
+	if diff := cmp.Diff(conflictTexts(wantErrs), conflictTexts(gotErrs)); diff != "" {
 		t.Fatalf("%s: conflicts differ from the reference (-want +got):\n%s", what, diff)
 	}
 	if aliases(original, want) != aliases(original, got) {
@@ -119,10 +220,11 @@ func aliases[T any](a, b []T) bool {
 	return len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
 }
 
-func errorTexts(errs []error) []string {
-	out := make([]string, len(errs))
-	for i, err := range errs {
-		out[i] = err.Error()
+// conflictTexts renders conflicts with whether they refuse the pod.
+func conflictTexts(conflicts []conflict) []string {
+	out := make([]string, len(conflicts))
+	for i, c := range conflicts {
+		out[i] = fmt.Sprintf("%s (reject %t)", c.err, c.reject)
 	}
 	return out
 }
@@ -195,6 +297,27 @@ func BenchmarkMergeList(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("volumeMounts/items-%d", n), func(b *testing.B) {
 			scalebench.PerItem(b, n, func() { mergeList(o, podMounts, presets, mountList) })
+		})
+
+		// Every policy at once: a PresetWins preset replacing half of the
+		// pod's items and adding as many, a PodWins one giving way on every
+		// item. Mounts are replaced by name while their path changes.
+		var enforcedEnv, yieldingEnv []corev1.EnvVar
+		var enforcedMounts []corev1.VolumeMount
+		for i := 0; i < n; i++ {
+			enforcedEnv = append(enforcedEnv, corev1.EnvVar{Name: fmt.Sprintf("POD_%d", i+n/2), Value: "enforced"})
+			yieldingEnv = append(yieldingEnv, corev1.EnvVar{Name: fmt.Sprintf("POD_%d", i), Value: "other"})
+			enforcedMounts = append(enforcedMounts, corev1.VolumeMount{Name: fmt.Sprintf("v%d", i+n/2), MountPath: fmt.Sprintf("/e/%d", i+n/2)})
+		}
+		policies := []*preset{
+			{kind: podPresetKind, name: "enforce", spec: settingsv1alpha1.PodPresetSpec{Env: enforcedEnv, VolumeMounts: enforcedMounts, ConflictPolicy: settingsv1alpha1.ConflictPolicyPresetWins}},
+			{kind: podPresetKind, name: "yield", spec: settingsv1alpha1.PodPresetSpec{Env: yieldingEnv, VolumeMounts: podMounts, ConflictPolicy: settingsv1alpha1.ConflictPolicyPodWins}},
+		}
+		b.Run(fmt.Sprintf("policies-env/items-%d", n), func(b *testing.B) {
+			scalebench.PerItem(b, n, func() { mergeList(o, pod, policies, envList) })
+		})
+		b.Run(fmt.Sprintf("policies-volumeMounts/items-%d", n), func(b *testing.B) {
+			scalebench.PerItem(b, n, func() { mergeList(o, podMounts, policies, mountList) })
 		})
 
 		contradict := make([]corev1.EnvVar, n)

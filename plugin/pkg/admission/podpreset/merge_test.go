@@ -227,13 +227,13 @@ func TestMergeDoesNotTouchTheOriginal(t *testing.T) {
 	}
 }
 
-func checkMerge[T any](t *testing.T, got, want []T, errs []error, conflict string) {
+func checkMerge[T any](t *testing.T, got, want []T, errs []conflict, conflict string) {
 	t.Helper()
 	if conflict != "" {
 		if len(errs) == 0 {
 			t.Fatalf("expected a conflict containing %q, got %v", conflict, got)
 		}
-		if text := errs[0].Error(); !strings.Contains(text, conflict) {
+		if text := errs[0].err.Error(); !strings.Contains(text, conflict) {
 			t.Fatalf("conflict %q does not contain %q", text, conflict)
 		}
 		return
