@@ -33,6 +33,8 @@ NODE_NAME=${NODE_NAME:-node-1}
 HA=${HA:-}
 ETCD_PORT=${ETCD_PORT:-2379}
 BIN_DIR="${ROOT}/_output/bin"
+KCM="${BIN_DIR}/kube-controller-manager"
+KCM_PORT=${KCM_PORT:-10257}
 mkdir -p "${DATA_DIR}" "${BIN_DIR}"
 DATA_DIR=$(cd "${DATA_DIR}" && pwd)
 
@@ -47,8 +49,6 @@ if [[ -z "${SKIP_BUILD:-}" ]]; then
 fi
 APISERVER="${BIN_DIR}/admitkit-apiserver"
 KUBECTL="${BIN_DIR}/kubectl"
-KCM="${BIN_DIR}/kube-controller-manager"
-KCM_PORT=${KCM_PORT:-10257}
 
 # Tokens are made once and kept, so kubeconfigs stay valid across restarts.
 TOKENS="${DATA_DIR}/tokens.csv"
