@@ -21,12 +21,14 @@ limitations under the License.
 //
 // It is the plugin Kubernetes removed in 1.20 with its behaviour kept
 // (create only, mirror pods and the exclude annotation skipped, all or
-// nothing on conflict, the podpreset-<name> annotation) and its defects
+// nothing on conflict by default, the podpreset-<name> annotation) and its defects
 // fixed: envFrom takes part in the conflict check and is never wiped or
 // duplicated, presets apply in name order, they are defaulted like the pod
 // before they are compared, a conflict is shown to whoever created the pod
 // (a warning and an Event), and a pod is never admitted without its presets
-// because the cache had not synced yet.
+// because the cache had not synced yet. Beyond upstream, a preset may pick
+// the containers it reaches and choose what a conflict does
+// (spec.conflictPolicy; all or nothing stays the default).
 package podpreset
 
 import (
