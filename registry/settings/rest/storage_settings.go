@@ -76,7 +76,6 @@ func NewAPIGroupInfo(scheme *runtime.Scheme, parameterCodec runtime.ParameterCod
 	storage := map[string]rest.Storage{}
 	if podFields == nil && (resources.ResourceEnabled(PodPresets) || resources.ResourceEnabled(ClusterPodPresets)) {
 		klog.InfoS("settings.k8s.io checks the pod fields of presets with admitkit's built-in rules: no pod validation was handed to the registry, so a preset whose volume sources, env sources or downward API items are invalid is accepted and then makes the pods it selects invalid")
-		podFields = validation.BuiltinPodFields
 	}
 	if resources.ResourceEnabled(PodPresets) {
 		podPresets, err := podpresetstorage.NewREST(scheme, optsGetter, podFields)
