@@ -67,36 +67,38 @@ plugins:
 // alwaysPullPolicy is a MutatingAdmissionPolicy doing what the Assign
 // load-always-pull does: imagePullPolicy Always on every container.
 func alwaysPullPolicy() (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding) {
+	return podCreatePolicy("always-pull", admissionregistrationv1.IfNeededReinvocationPolicy, map[string]string{"bench": "map"},
+		`Object{spec: Object.spec{containers: object.spec.containers.map(c, Object.spec.containers{name: c.name, imagePullPolicy: "Always"})}}`)
+}
+
+// podCreatePolicy is a MutatingAdmissionPolicy named name that applies
+// expression to every pod create, and its binding to the namespaces
+// labelled namespaceLabels.
+func podCreatePolicy(name string, reinvocation admissionregistrationv1.ReinvocationPolicyType, namespaceLabels map[string]string, expression string) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding) {
 	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "always-pull"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 			MatchConstraints: &admissionregistrationv1.MatchResources{
 				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-						Rule: admissionregistrationv1.Rule{
-							APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
-						},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
 					},
 				}},
 			},
 			FailurePolicy:      ptrTo(admissionregistrationv1.Fail),
-			ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy,
+			ReinvocationPolicy: reinvocation,
 			Mutations: []admissionregistrationv1.Mutation{{
-				PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
-				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{
-					Expression: `Object{spec: Object.spec{containers: object.spec.containers.map(c, Object.spec.containers{name: c.name, imagePullPolicy: "Always"})}}`,
-				},
+				PatchType:          admissionregistrationv1.PatchTypeApplyConfiguration,
+				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: expression},
 			}},
 		},
 	}
 	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "always-pull"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
-			PolicyName: "always-pull",
-			MatchResources: &admissionregistrationv1.MatchResources{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": "map"}},
-			},
+			PolicyName:     name,
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: namespaceLabels}},
 		},
 	}
 	return policy, binding

@@ -35,34 +35,7 @@ import (
 func podPolicy(t *testing.T, client kubernetes.Interface, name, expression string) {
 	t.Helper()
 	ctx := context.Background()
-	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
-			MatchConstraints: &admissionregistrationv1.MatchResources{
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-					},
-				}},
-			},
-			FailurePolicy:      ptrTo(admissionregistrationv1.Fail),
-			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
-			Mutations: []admissionregistrationv1.Mutation{{
-				PatchType:          admissionregistrationv1.PatchTypeApplyConfiguration,
-				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: expression},
-			}},
-		},
-	}
-	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
-			PolicyName: name,
-			MatchResources: &admissionregistrationv1.MatchResources{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"admitkit-test": name}},
-			},
-		},
-	}
+	policy, binding := podCreatePolicy(name, admissionregistrationv1.NeverReinvocationPolicy, map[string]string{"admitkit-test": name}, expression)
 	admissionregistration := client.AdmissionregistrationV1()
 	if _, err := admissionregistration.MutatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
