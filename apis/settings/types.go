@@ -54,6 +54,9 @@ type PodPresetSpec struct {
 	// ConflictPolicy is what a conflict of this preset does; empty is
 	// ConflictPolicySkipAll.
 	ConflictPolicy ConflictPolicy
+	// Mode is whether the preset changes pods or only reports what it
+	// would change; empty is ModeEnforce.
+	Mode Mode
 }
 
 // ContainerSelector picks containers by name: the named ones, or with
@@ -72,6 +75,16 @@ const (
 	ConflictPolicyPodWins    ConflictPolicy = "PodWins"
 	ConflictPolicyPresetWins ConflictPolicy = "PresetWins"
 	ConflictPolicyReject     ConflictPolicy = "Reject"
+)
+
+// Mode says whether a preset changes the pods it selects.
+type Mode string
+
+// The modes; the v1alpha1 documentation says what each does.
+const (
+	ModeEnforce Mode = "Enforce"
+	ModeWarn    Mode = "Warn"
+	ModeAudit   Mode = "Audit"
 )
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

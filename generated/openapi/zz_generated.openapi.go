@@ -568,6 +568,14 @@ func schema_admitkit_apis_settings_v1alpha1_ClusterPodPresetSpec(ref common.Refe
 							Enum:        []interface{}{"PodWins", "PresetWins", "Reject", "SkipAll"},
 						},
 					},
+					"mode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Mode is whether the preset changes the pods it selects. Enforce (unset means Enforce) changes them. Warn and Audit never change a pod: the plugin works out what the preset would change if it were enforced, with the enforced presets as they are, and records it in the request's audit annotation; Warn also returns it to the client as an admission warning, which kubectl prints. A preset can so be tried on real traffic before it is enforced.\n\nPossible enum values:\n - `\"Audit\"` leaves the pod as it is and records in the audit log what the preset would change.\n - `\"Enforce\"` applies the preset: the behaviour of every preset that does not set a mode.\n - `\"Warn\"` leaves the pod as it is and tells the client, in an admission warning, and the audit log what the preset would change.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Audit", "Enforce", "Warn"},
+						},
+					},
 				},
 			},
 		},
@@ -827,6 +835,14 @@ func schema_admitkit_apis_settings_v1alpha1_PodPresetSpec(ref common.ReferenceCa
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"PodWins", "PresetWins", "Reject", "SkipAll"},
+						},
+					},
+					"mode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Mode is whether the preset changes the pods it selects. Enforce (unset means Enforce) changes them. Warn and Audit never change a pod: the plugin works out what the preset would change if it were enforced, with the enforced presets as they are, and records it in the request's audit annotation; Warn also returns it to the client as an admission warning, which kubectl prints. A preset can so be tried on real traffic before it is enforced.\n\nPossible enum values:\n - `\"Audit\"` leaves the pod as it is and records in the audit log what the preset would change.\n - `\"Enforce\"` applies the preset: the behaviour of every preset that does not set a mode.\n - `\"Warn\"` leaves the pod as it is and tells the client, in an admission warning, and the audit log what the preset would change.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Audit", "Enforce", "Warn"},
 						},
 					},
 				},

@@ -93,6 +93,15 @@ type PodPresetSpec struct {
 	// pod's own value with this preset's; Reject refuses the pod.
 	// +optional
 	ConflictPolicy ConflictPolicy `json:"conflictPolicy,omitempty"`
+	// Mode is whether the preset changes the pods it selects. Enforce
+	// (unset means Enforce) changes them. Warn and Audit never change a
+	// pod: the plugin works out what the preset would change if it were
+	// enforced, with the enforced presets as they are, and records it in
+	// the request's audit annotation; Warn also returns it to the client
+	// as an admission warning, which kubectl prints. A preset can so be
+	// tried on real traffic before it is enforced.
+	// +optional
+	Mode Mode `json:"mode,omitempty"`
 }
 
 // ContainerSelector picks containers by name. Names are matched exactly:
@@ -126,6 +135,22 @@ const (
 	ConflictPolicyPresetWins ConflictPolicy = "PresetWins"
 	// ConflictPolicyReject refuses the pod.
 	ConflictPolicyReject ConflictPolicy = "Reject"
+)
+
+// Mode says whether a preset changes the pods it selects.
+// +enum
+type Mode string
+
+const (
+	// ModeEnforce applies the preset: the behaviour of every preset that
+	// does not set a mode.
+	ModeEnforce Mode = "Enforce"
+	// ModeWarn leaves the pod as it is and tells the client, in an
+	// admission warning, and the audit log what the preset would change.
+	ModeWarn Mode = "Warn"
+	// ModeAudit leaves the pod as it is and records in the audit log
+	// what the preset would change.
+	ModeAudit Mode = "Audit"
 )
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -36,13 +36,20 @@ var SupportedConflictPolicies = []settings.ConflictPolicy{
 	settings.ConflictPolicyReject,
 }
 
-// validateTargeting checks which containers a preset picks and what its
-// conflicts do.
+// SupportedModes are the values spec.mode may take besides empty, which
+// means Enforce.
+var SupportedModes = []settings.Mode{settings.ModeEnforce, settings.ModeWarn, settings.ModeAudit}
+
+// validateTargeting checks which containers a preset picks, what its
+// conflicts do and whether it is enforced.
 func validateTargeting(spec *settings.PodPresetSpec, fldPath *field.Path) field.ErrorList {
 	allErrs := validateContainerSelector(spec.Containers, fldPath.Child("containers"))
 	allErrs = append(allErrs, validateContainerSelector(spec.InitContainers, fldPath.Child("initContainers"))...)
 	if spec.ConflictPolicy != "" && !slices.Contains(SupportedConflictPolicies, spec.ConflictPolicy) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("conflictPolicy"), spec.ConflictPolicy, SupportedConflictPolicies))
+	}
+	if spec.Mode != "" && !slices.Contains(SupportedModes, spec.Mode) {
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("mode"), spec.Mode, SupportedModes))
 	}
 	return allErrs
 }
@@ -96,6 +103,9 @@ func WarningsOnSpecUpdate(spec, old *settings.PodPresetSpec, fldPath *field.Path
 	}
 	if old.ConflictPolicy != "" && spec.ConflictPolicy == "" {
 		removed(fldPath.Child("conflictPolicy"))
+	}
+	if old.Mode != "" && spec.Mode == "" {
+		removed(fldPath.Child("mode"))
 	}
 	return warnings
 }

@@ -42,6 +42,11 @@ func TestValidateTargeting(t *testing.T) {
 		{name: "an empty selector picks none, and is valid", mutate: func(s *settings.PodPresetSpec) {
 			s.InitContainers = &settings.ContainerSelector{}
 		}},
+		{name: "every mode is valid", mutate: func(s *settings.PodPresetSpec) { s.Mode = settings.ModeAudit }},
+		{name: "unknown mode", mutate: func(s *settings.PodPresetSpec) { s.Mode = "DryRun" },
+			want: []string{"spec.mode: Unsupported value"}},
+		{name: "mode is case-sensitive", mutate: func(s *settings.PodPresetSpec) { s.Mode = "warn" },
+			want: []string{"spec.mode: Unsupported value"}},
 		{name: "unknown policy", mutate: func(s *settings.PodPresetSpec) { s.ConflictPolicy = "Merge" },
 			want: []string{"spec.conflictPolicy: Unsupported value"}},
 		{name: "policy is case-sensitive", mutate: func(s *settings.PodPresetSpec) { s.ConflictPolicy = "podWins" },
@@ -87,9 +92,11 @@ func TestValidateClusterPodPresetTargeting(t *testing.T) {
 		Spec:       settings.ClusterPodPresetSpec{PodPresetSpec: validPreset().Spec},
 	}
 	cpp.Spec.ConflictPolicy = "Never"
+	cpp.Spec.Mode = "Sometimes"
 	cpp.Spec.InitContainers = &settings.ContainerSelector{Names: []string{"Init"}}
 	assertErrors(t, ValidateClusterPodPreset(cpp, BuiltinPodFields).ToAggregate(), []string{
 		`spec.conflictPolicy: Unsupported value: "Never": supported values: "SkipAll", "PodWins", "PresetWins", "Reject"`,
+		`spec.mode: Unsupported value: "Sometimes": supported values: "Enforce", "Warn", "Audit"`,
 		`spec.initContainers.names[0]: Invalid value: "Init"`,
 	})
 }
@@ -100,6 +107,7 @@ func TestWarningsOnSpecUpdate(t *testing.T) {
 		s.Containers = &settings.ContainerSelector{Names: []string{"app"}}
 		s.InitContainers = &settings.ContainerSelector{}
 		s.ConflictPolicy = settings.ConflictPolicyPodWins
+		s.Mode = settings.ModeWarn
 		return &s
 	}
 	cases := []struct {
@@ -115,8 +123,8 @@ func TestWarningsOnSpecUpdate(t *testing.T) {
 		}},
 		{name: "an old preset stays quiet", old: &validPreset().Spec, mutate: func(*settings.PodPresetSpec) {}},
 		{name: "an older client's read-modify-write", old: targeted(), mutate: func(s *settings.PodPresetSpec) {
-			s.Containers, s.InitContainers, s.ConflictPolicy = nil, nil, ""
-		}, want: []string{"spec.containers", "spec.initContainers", "spec.conflictPolicy"}},
+			s.Containers, s.InitContainers, s.ConflictPolicy, s.Mode = nil, nil, "", ""
+		}, want: []string{"spec.containers", "spec.initContainers", "spec.conflictPolicy", "spec.mode"}},
 		{name: "the policy only", old: targeted(), mutate: func(s *settings.PodPresetSpec) { s.ConflictPolicy = "" },
 			want: []string{"spec.conflictPolicy"}},
 	}

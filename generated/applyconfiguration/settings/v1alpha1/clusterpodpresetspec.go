@@ -132,3 +132,11 @@ func (b *ClusterPodPresetSpecApplyConfiguration) WithConflictPolicy(value settin
 	b.PodPresetSpecApplyConfiguration.ConflictPolicy = &value
 	return b
 }
+
+// WithMode sets the Mode field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Mode field is set to the value of the last call.
+func (b *ClusterPodPresetSpecApplyConfiguration) WithMode(value settingsv1alpha1.Mode) *ClusterPodPresetSpecApplyConfiguration {
+	b.PodPresetSpecApplyConfiguration.Mode = &value
+	return b
+}

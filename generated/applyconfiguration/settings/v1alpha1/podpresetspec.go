@@ -55,6 +55,14 @@ type PodPresetSpecApplyConfiguration struct {
 	// the value already there and applies the rest; PresetWins replaces the
 	// pod's own value with this preset's; Reject refuses the pod.
 	ConflictPolicy *settingsv1alpha1.ConflictPolicy `json:"conflictPolicy,omitempty"`
+	// Mode is whether the preset changes the pods it selects. Enforce
+	// (unset means Enforce) changes them. Warn and Audit never change a
+	// pod: the plugin works out what the preset would change if it were
+	// enforced, with the enforced presets as they are, and records it in
+	// the request's audit annotation; Warn also returns it to the client
+	// as an admission warning, which kubectl prints. A preset can so be
+	// tried on real traffic before it is enforced.
+	Mode *settingsv1alpha1.Mode `json:"mode,omitempty"`
 }
 
 // PodPresetSpecApplyConfiguration constructs a declarative configuration of the PodPresetSpec type for use with
@@ -144,5 +152,13 @@ func (b *PodPresetSpecApplyConfiguration) WithInitContainers(value *ContainerSel
 // If called multiple times, the ConflictPolicy field is set to the value of the last call.
 func (b *PodPresetSpecApplyConfiguration) WithConflictPolicy(value settingsv1alpha1.ConflictPolicy) *PodPresetSpecApplyConfiguration {
 	b.ConflictPolicy = &value
+	return b
+}
+
+// WithMode sets the Mode field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Mode field is set to the value of the last call.
+func (b *PodPresetSpecApplyConfiguration) WithMode(value settingsv1alpha1.Mode) *PodPresetSpecApplyConfiguration {
+	b.Mode = &value
 	return b
 }

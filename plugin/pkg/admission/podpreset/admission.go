@@ -247,28 +247,45 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 	if err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("Resource was marked with kind Pod but was unable to be converted: %v", err))
 	}
-	if err := applyPresets(pod, presets); err != nil {
-		var refused *refusal
-		if errors.As(err, &refused) {
-			return admission.NewForbidden(a, fmt.Errorf("pod %s refused by pod presets whose conflictPolicy is Reject: %w", podRef(a.GetNamespace(), podMeta).Name, refused.err))
-		}
+	applied := enforced(presets)
+	var before *corev1.Pod
+	if len(applied) < len(presets) {
+		before = pod.DeepCopy()
+	}
+	if len(applied) > 0 {
+		err = applyPresets(pod, applied)
+	}
+	var refused *refusal
+	if errors.As(err, &refused) {
+		return admission.NewForbidden(a, fmt.Errorf("pod %s refused by pod presets whose conflictPolicy is Reject: %w", podRef(a.GetNamespace(), podMeta).Name, refused.err))
+	}
+	// The presets in Warn or Audit mode are tried on the pod as it was
+	// before and compared with what the enforced ones made of it: a report
+	// of what switching one to Enforce would do to this very pod.
+	if before != nil && firstTime(&record.unenforced) {
+		reportUnenforced(ctx, a, podMeta, tryUnenforced(before, pod, presets, err))
+	}
+	if err != nil {
 		if firstTime(&record.conflict) {
 			conflicts.Inc()
-			p.reportConflict(ctx, a, podMeta, presets, err)
+			p.reportConflict(ctx, a, podMeta, applied, err)
 		}
+		return nil
+	}
+	if len(applied) == 0 {
 		return nil
 	}
 	if firstTime(&record.injected) {
 		podsInjected.Inc()
 	}
-	for _, preset := range presets {
+	for _, preset := range applied {
 		if record.firstApplied(preset) {
 			presetsApplied.WithLabelValues(preset.kind).Inc()
 		}
 	}
 	// The preset names are formatted only when they will be logged.
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
-		logger.Info("Applied pod presets", "pod", podRef(a.GetNamespace(), podMeta), "presets", presetNames(presets))
+		logger.Info("Applied pod presets", "pod", podRef(a.GetNamespace(), podMeta), "presets", presetNames(applied))
 	}
 	if pod == obj {
 		return nil

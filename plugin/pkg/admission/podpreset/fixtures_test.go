@@ -67,6 +67,24 @@ type admitOptions struct {
 	dryRun    bool
 	ctx       context.Context
 	o         admission.ObjectInterfaces
+	// audit, when set, receives the audit annotations the plugin adds.
+	audit map[string]string
+}
+
+// auditRecorder keeps the audit annotations a plugin adds, and fails the
+// test when a key is given two values: kube-apiserver refuses the second.
+type auditRecorder struct {
+	admission.Attributes
+	t           *testing.T
+	annotations map[string]string
+}
+
+func (r auditRecorder) AddAnnotation(key, value string) error {
+	if old, ok := r.annotations[key]; ok && old != value {
+		r.t.Errorf("audit annotation %s set to %q, then to %q", key, old, value)
+	}
+	r.annotations[key] = value
+	return nil
 }
 
 // admitPod creates pod in the test namespace through the reinvocation
@@ -78,8 +96,11 @@ func admitPod(t *testing.T, p *Plugin, pod runtime.Object, opts ...func(*admitOp
 	for _, opt := range opts {
 		opt(&o)
 	}
-	attrs := admission.NewAttributesRecord(pod, nil, corev1.SchemeGroupVersion.WithKind("Pod"), o.namespace, "",
+	var attrs admission.Attributes = admission.NewAttributesRecord(pod, nil, corev1.SchemeGroupVersion.WithKind("Pod"), o.namespace, "",
 		corev1.SchemeGroupVersion.WithResource("pods"), "", admission.Create, &metav1.CreateOptions{}, o.dryRun, &user.DefaultInfo{})
+	if o.audit != nil {
+		attrs = auditRecorder{Attributes: attrs, t: t, annotations: o.audit}
+	}
 	return admissiontesting.WithReinvocationTesting(t, p).Admit(o.ctx, attrs, o.o)
 }
 

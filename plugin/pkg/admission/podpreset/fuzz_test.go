@@ -104,6 +104,12 @@ func (g *generator) policy() settingsv1alpha1.ConflictPolicy {
 		settingsv1alpha1.ConflictPolicyPresetWins, settingsv1alpha1.ConflictPolicyReject}[g.next(5)]
 }
 
+// mode is a preset's mode, unset as often as all the others.
+func (g *generator) mode() settingsv1alpha1.Mode {
+	return []settingsv1alpha1.Mode{"", "", "",
+		settingsv1alpha1.ModeEnforce, settingsv1alpha1.ModeWarn, settingsv1alpha1.ModeAudit}[g.next(6)]
+}
+
 // containerSelector is unset half the time, or names some of the names
 // prefix gives containers, picking or leaving them out.
 func (g *generator) containerSelector(prefix string) *settingsv1alpha1.ContainerSelector {
@@ -139,7 +145,7 @@ func (g *generator) presets() []runtime.Object {
 	var out []runtime.Object
 	for n := g.next(4); n > 0; n-- {
 		spec := settingsv1alpha1.PodPresetSpec{Env: g.env(), EnvFrom: g.envFrom(), Volumes: g.volumes(), VolumeMounts: g.mounts(),
-			ConflictPolicy: g.policy(), Containers: g.containerSelector("c"), InitContainers: g.containerSelector("init")}
+			ConflictPolicy: g.policy(), Containers: g.containerSelector("c"), InitContainers: g.containerSelector("init"), Mode: g.mode()}
 		selector := metav1.LabelSelector{}
 		if g.next(2) == 0 {
 			selector.MatchLabels = map[string]string{"app": g.name("a")}
@@ -173,8 +179,21 @@ func FuzzAdmit(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		matching = enforced(matching)
 		pod := original.DeepCopy()
-		if err := p.Admit(context.Background(), createAttributes(pod), nil); err != nil {
+		err = p.Admit(context.Background(), createAttributes(pod), nil)
+		// Presets in Warn and Audit mode never change the outcome: the
+		// enforced ones alone give the same pod, or the same refusal.
+		onlyEnforced, _ := newTestPlugin(t, enforcedObjects(presets)...)
+		alone := original.DeepCopy()
+		errAlone := onlyEnforced.Admit(context.Background(), createAttributes(alone), nil)
+		if (err == nil) != (errAlone == nil) {
+			t.Fatalf("Admit: %v; with the enforced presets alone: %v", err, errAlone)
+		}
+		if diff := cmp.Diff(alone, pod); diff != "" {
+			t.Fatalf("presets in Warn or Audit mode changed the outcome (-enforced alone +all):\n%s", diff)
+		}
+		if err != nil {
 			if !apierrors.IsForbidden(err) || !slices.ContainsFunc(matching, (*preset).rejects) {
 				t.Fatalf("Admit: %v", err)
 			}
@@ -200,18 +219,36 @@ func FuzzAdmit(f *testing.F) {
 	})
 }
 
-// appliedAnnotations is what a pod records when every preset that selects
-// it applies.
+// appliedAnnotations is what a pod records when every enforced preset that
+// selects it applies.
 func appliedAnnotations(t *testing.T, p *Plugin, pod *corev1.Pod) map[string]string {
 	presets, err := p.matchingPresets(context.Background(), testNamespace, pod.Labels)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{}
-	for _, preset := range presets {
+	for _, preset := range enforced(presets) {
 		want[preset.annotationKey()] = preset.resourceVersion
 	}
 	return want
+}
+
+// enforcedObjects are the presets among objs whose mode is Enforce.
+func enforcedObjects(objs []runtime.Object) []runtime.Object {
+	var out []runtime.Object
+	for _, obj := range objs {
+		var mode settingsv1alpha1.Mode
+		switch p := obj.(type) {
+		case *settingsv1alpha1.PodPreset:
+			mode = p.Spec.Mode
+		case *settingsv1alpha1.ClusterPodPreset:
+			mode = p.Spec.Mode
+		}
+		if mode == "" || mode == settingsv1alpha1.ModeEnforce {
+			out = append(out, obj)
+		}
+	}
+	return out
 }
 
 func keepsOriginal(t *testing.T, original, pod *corev1.Pod) {

@@ -23,8 +23,8 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 )
 
-// The metric names are apiserver_admission_podpreset_<name>. Their only
-// label is a preset's kind, one of two values.
+// The metric names are apiserver_admission_podpreset_<name>. Their labels
+// are a preset's kind, one of two values, or its mode, one of three.
 const (
 	metricsNamespace = "apiserver_admission"
 	metricsSubsystem = "podpreset"
@@ -59,6 +59,13 @@ var (
 		Help:           "Number of pod creates whose matching presets conflicted with the pod or with each other, so that none was applied.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	unenforcedChanges = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      metricsNamespace,
+		Subsystem:      metricsSubsystem,
+		Name:           "unenforced_changes_total",
+		Help:           "Number of times a preset in Warn or Audit mode would have changed a pod being created (or left its presets out, or refused it), by mode.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"mode"})
 	notSyncedRefusals = metrics.NewCounter(&metrics.CounterOpts{
 		Namespace:      metricsNamespace,
 		Subsystem:      metricsSubsystem,
@@ -81,6 +88,6 @@ var (
 // /metrics; every plugin instance calls it, the first one registers.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(podsEvaluated, podsInjected, presetsApplied, conflicts, notSyncedRefusals, presetsIndexed)
+		legacyregistry.MustRegister(podsEvaluated, podsInjected, presetsApplied, conflicts, unenforcedChanges, notSyncedRefusals, presetsIndexed)
 	})
 }

@@ -52,6 +52,10 @@ func counterValues(t *testing.T) map[string]float64 {
 	}
 	v, err = testutil.GetCounterMetricValue(conflicts)
 	read("conflicts_total", v, err)
+	for _, mode := range []settingsv1alpha1.Mode{settingsv1alpha1.ModeWarn, settingsv1alpha1.ModeAudit} {
+		v, err = testutil.GetCounterMetricValue(unenforcedChanges.WithLabelValues(string(mode)))
+		read("unenforced_changes_total{mode="+string(mode)+"}", v, err)
+	}
 	v, err = testutil.GetCounterMetricValue(notSyncedRefusals)
 	read("not_synced_refusals_total", v, err)
 	return values
@@ -91,6 +95,13 @@ func TestMetricsCounters(t *testing.T) {
 			objs: []runtime.Object{matching, conflicting},
 			pod:  testPod,
 			want: map[string]float64{"pods_evaluated_total": 1, "conflicts_total": 1},
+		},
+		{
+			name: "a preset in Warn mode and one in Audit mode would change the pod",
+			objs: []runtime.Object{withMode(settingsv1alpha1.ModeWarn, matching), withMode(settingsv1alpha1.ModeAudit, cluster)},
+			pod:  testPod,
+			want: map[string]float64{"pods_evaluated_total": 1,
+				"unenforced_changes_total{mode=Warn}": 1, "unenforced_changes_total{mode=Audit}": 1},
 		},
 		{
 			name: "excluded pod is not evaluated",

@@ -30,6 +30,9 @@ type requestRecord struct {
 	evaluated bool
 	injected  bool
 	conflict  bool
+	// unenforced is set once the presets in Warn or Audit mode are
+	// reported.
+	unenforced bool
 	// applied holds the presets already counted in presets_applied_total,
 	// by their annotation key: kind and name, which stay the same when
 	// the preset changes between the two runs.
