@@ -233,22 +233,33 @@ func appliedAnnotations(t *testing.T, p *Plugin, pod *corev1.Pod) map[string]str
 	return want
 }
 
-// enforcedObjects are the presets among objs whose mode is Enforce.
+// enforcedObjects are the presets the plugin holds after taking in objs
+// whose mode is Enforce. The generator may give two presets the same kind
+// and name: the plugin then holds the later one, as after an update.
 func enforcedObjects(objs []runtime.Object) []runtime.Object {
 	var out []runtime.Object
-	for _, obj := range objs {
-		var mode settingsv1alpha1.Mode
-		switch p := obj.(type) {
-		case *settingsv1alpha1.PodPreset:
-			mode = p.Spec.Mode
-		case *settingsv1alpha1.ClusterPodPreset:
-			mode = p.Spec.Mode
-		}
-		if mode == "" || mode == settingsv1alpha1.ModeEnforce {
+	for i, obj := range objs {
+		replaced := slices.ContainsFunc(objs[i+1:], func(later runtime.Object) bool { return presetKey(later) == presetKey(obj) })
+		if mode := presetSpec(obj).Mode; !replaced && (mode == "" || mode == settingsv1alpha1.ModeEnforce) {
 			out = append(out, obj)
 		}
 	}
 	return out
+}
+
+// presetKey is the kind and name of a PodPreset or ClusterPodPreset.
+func presetKey(obj runtime.Object) string {
+	if c, ok := obj.(*settingsv1alpha1.ClusterPodPreset); ok {
+		return clusterPodPresetKind + "/" + c.Name
+	}
+	return podPresetKind + "/" + obj.(*settingsv1alpha1.PodPreset).Name
+}
+
+func presetSpec(obj runtime.Object) *settingsv1alpha1.PodPresetSpec {
+	if c, ok := obj.(*settingsv1alpha1.ClusterPodPreset); ok {
+		return &c.Spec.PodPresetSpec
+	}
+	return &obj.(*settingsv1alpha1.PodPreset).Spec
 }
 
 func keepsOriginal(t *testing.T, original, pod *corev1.Pod) {
