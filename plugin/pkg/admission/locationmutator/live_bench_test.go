@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
@@ -39,14 +38,16 @@ func liveSystem(b *testing.B, manifests []string) *mutation.System {
 		objects[i] = f.object(m, now.Add(time.Duration(i)*time.Millisecond))
 	}
 	static, _ := mutation.NewSystem(nil)
-	s := &liveSource{decoded: map[types.UID]*liveMutator{}, lastWarning: map[types.UID]outcome{}}
-	system, outcomes := resolve(static, s.decode(objects))
-	for _, o := range outcomes {
-		if !o.enforced {
-			b.Fatalf("not enforced: %s", o.message)
+	r := newResolver(static)
+	for _, u := range objects {
+		r.put(decodeObject(u))
+	}
+	for _, lm := range r.settle() {
+		if !lm.outcome.enforced {
+			b.Fatalf("not enforced: %s", lm.outcome.message)
 		}
 	}
-	return system
+	return r.system.System()
 }
 
 // A pod create against 1,000 mutators that bind to Deployments only, from
@@ -87,9 +88,12 @@ func BenchmarkLiveIngest(b *testing.B) {
 	static, _ := mutation.NewSystem(nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		s := &liveSource{decoded: map[types.UID]*liveMutator{}, lastWarning: map[types.UID]outcome{}}
-		system, _ := resolve(static, s.decode(objects))
-		if system.Len() != len(objects) {
+		r := newResolver(static)
+		for _, u := range objects {
+			r.put(decodeObject(u))
+		}
+		r.settle()
+		if system := r.system.System(); system.Len() != len(objects) {
 			b.Fatalf("%d mutators enforced", system.Len())
 		}
 	}
