@@ -28,11 +28,10 @@ import (
 // given. It is not safe for concurrent use.
 type Builder struct {
 	byID map[ID]*Mutator
-	// all holds every mutator; kept in run order when sorted is true.
-	all    []*Mutator
-	sorted bool
-	// bound holds, per binding, the mutators that name it; anyKind those
-	// without applyTo. Both are put in run order when a System is made.
+	// all holds every mutator in run order.
+	all []*Mutator
+	// bound holds, per binding, the mutators that name it, and anyKind
+	// those without applyTo, in run order.
 	bound   map[Binding][]*Mutator
 	anyKind []*Mutator
 	// namespaceSelectors counts the mutators with a namespaceSelector.
@@ -50,7 +49,6 @@ type Builder struct {
 func NewBuilder() *Builder {
 	return &Builder{
 		byID:   map[ID]*Mutator{},
-		sorted: true,
 		bound:  map[Binding][]*Mutator{},
 		merged: map[Binding][]*Mutator{},
 		dirty:  map[Binding]bool{},
@@ -68,17 +66,16 @@ func (b *Builder) Has(id ID) bool { _, ok := b.byID[id]; return ok }
 func (b *Builder) Add(m *Mutator) {
 	b.Remove(m.id)
 	b.byID[m.id] = m
-	b.all = append(b.all, m)
-	b.sorted = len(b.all) == 1 || (b.sorted && runOrder(b.all[len(b.all)-2], m) < 0)
+	b.all = insertRunOrder(b.all, m)
 	if m.matcher.NeedsNamespaceLabels() {
 		b.namespaceSelectors++
 	}
 	if m.bindings == nil {
-		b.anyKind = append(b.anyKind, m)
+		b.anyKind = insertRunOrder(b.anyKind, m)
 		b.anyDirty = true
 	}
 	for _, bind := range m.bindings {
-		b.bound[bind] = append(b.bound[bind], m)
+		b.bound[bind] = insertRunOrder(b.bound[bind], m)
 		b.dirty[bind] = true
 	}
 	b.last = nil
@@ -91,16 +88,16 @@ func (b *Builder) Remove(id ID) {
 		return
 	}
 	delete(b.byID, id)
-	b.all = slices.DeleteFunc(b.all, func(o *Mutator) bool { return o == m })
+	b.all = deleteRunOrder(b.all, m)
 	if m.matcher.NeedsNamespaceLabels() {
 		b.namespaceSelectors--
 	}
 	if m.bindings == nil {
-		b.anyKind = slices.DeleteFunc(b.anyKind, func(o *Mutator) bool { return o == m })
+		b.anyKind = deleteRunOrder(b.anyKind, m)
 		b.anyDirty = true
 	}
 	for _, bind := range m.bindings {
-		list := slices.DeleteFunc(b.bound[bind], func(o *Mutator) bool { return o == m })
+		list := deleteRunOrder(b.bound[bind], m)
 		if len(list) == 0 {
 			delete(b.bound, bind)
 		} else {
@@ -116,12 +113,7 @@ func (b *Builder) System() *System {
 	if b.last != nil {
 		return b.last
 	}
-	if !b.sorted {
-		slices.SortStableFunc(b.all, runOrder)
-		b.sorted = true
-	}
 	if b.anyDirty {
-		slices.SortStableFunc(b.anyKind, runOrder)
 		for bind := range b.bound {
 			b.dirty[bind] = true
 		}
@@ -135,7 +127,6 @@ func (b *Builder) System() *System {
 			delete(b.merged, bind)
 			continue
 		}
-		slices.SortStableFunc(list, runOrder)
 		b.merged[bind] = mergeRunOrder(list, b.anyKind)
 	}
 	clear(b.dirty)
@@ -165,4 +156,19 @@ func mergeRunOrder(a, b []*Mutator) []*Mutator {
 	}
 	out = append(out, a...)
 	return append(out, b...)
+}
+
+// insertRunOrder inserts m into a list in run order. No two mutators of a
+// Builder share a kind and name, so the place is unique.
+func insertRunOrder(list []*Mutator, m *Mutator) []*Mutator {
+	i, _ := slices.BinarySearchFunc(list, m, runOrder)
+	return slices.Insert(list, i, m)
+}
+
+// deleteRunOrder takes m out of a list in run order.
+func deleteRunOrder(list []*Mutator, m *Mutator) []*Mutator {
+	if i, found := slices.BinarySearchFunc(list, m, runOrder); found && list[i] == m {
+		return slices.Delete(list, i, i+1)
+	}
+	return list
 }
