@@ -250,6 +250,30 @@ func BenchmarkLiveScale(b *testing.B) {
 	}
 }
 
+// BenchmarkLiveApplyOneByOne takes in n mutators as `kubectl apply` of n
+// objects delivers them: one watch event, one pass and one published
+// system each. ns/mutator should stay flat as n grows.
+func BenchmarkLiveApplyOneByOne(b *testing.B) {
+	for _, shape := range liveShapes {
+		for _, n := range []int{1000, 4000} {
+			objects := liveObjects(b, shape.manifests(n))
+			b.Run(fmt.Sprintf("%s/mutators-%d", shape.name, n), func(b *testing.B) {
+				static, _ := mutation.NewSystem(nil)
+				b.ReportAllocs()
+				for b.Loop() {
+					r := newResolver(static)
+					for _, u := range objects {
+						r.put(decodeObject(u))
+						r.settle()
+						r.system.System()
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/mutator")
+			})
+		}
+	}
+}
+
 // BenchmarkLiveMemory reports the heap the live source keeps per mutator:
 // its decoded mutators, the conflict index and the published system
 // (plugin-B/mutator), and with the objects the informer holds

@@ -26,6 +26,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/component-base/metrics/testutil"
 
@@ -202,25 +204,27 @@ func TestMetricsRequests(t *testing.T) {
 	excluded := threeContainerPod()
 	excluded.Namespace = "kube-system"
 	cases := []struct {
-		name             string
-		obj              *corev1.Pod
-		unstructuredOnly bool
-		want             map[string]float64
+		name string
+		obj  runtime.Object
+		want map[string]float64
 	}{
 		// The first pass sets the pull policies, the second changes nothing.
 		{name: "mutated, typed", obj: threeContainerPod(),
 			want: map[string]float64{"objects_mutated_total": 1, "convergence_passes_count": 1, "convergence_passes_sum": 2}},
-		{name: "mutated, unstructured", obj: threeContainerPod(), unstructuredOnly: true,
+		{name: "mutated, unstructured", obj: asUnstructured(t, threeContainerPod()),
 			want: map[string]float64{"objects_mutated_total": 1, "convergence_passes_count": 1, "convergence_passes_sum": 2}},
 		{name: "no mutator matches", obj: excluded, want: map[string]float64{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newTestPlugin(t, config(pullAlways))
-			p.unstructuredOnly = tc.unstructuredOnly
 			o := admission.NewObjectInterfacesFromScheme(testScheme(t))
 			before := requestValues(t)
-			if err := p.Admit(context.Background(), attrs(tc.obj, podGVK, podGVR, tc.obj.Namespace, tc.obj.Name, admission.Create, ""), o); err != nil {
+			accessor, err := meta.Accessor(tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Admit(context.Background(), attrs(tc.obj, podGVK, podGVR, accessor.GetNamespace(), accessor.GetName(), admission.Create, ""), o); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, delta(before, requestValues(t))); diff != "" {

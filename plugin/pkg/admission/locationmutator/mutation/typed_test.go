@@ -212,15 +212,7 @@ func typedMutator(s *bytesSource, i int, deploy bool, prev *[2]any) *Mutator {
 		leaf, _ = prev[1].(reflect.Type)
 	}
 	prev[0], prev[1] = loc, leaf
-	var tests []mutationsv1.PathTest
-	if p, err := path.Parse(loc); err == nil && s.next(3) == 0 {
-		d := s.next(len(p.Nodes))
-		cond := mutationsv1.MustExist
-		if s.next(2) == 0 {
-			cond = mutationsv1.MustNotExist
-		}
-		tests = append(tests, mutationsv1.PathTest{SubPath: path.Path{Nodes: p.Nodes[:d+1]}.String(), Condition: cond})
-	}
+	tests := fuzzPathTests(s, loc)
 	var m *Mutator
 	switch s.next(6) {
 	case 0, 1:
