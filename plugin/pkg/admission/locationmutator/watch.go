@@ -32,7 +32,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
 
 // watchedKind is a mutator kind served by Gatekeeper's CRDs, at the version
@@ -42,14 +42,15 @@ type watchedKind struct {
 	gvr  schema.GroupVersionResource
 }
 
-// watchedKinds are the kinds the live source watches. The resource names
-// are Gatekeeper's CRDs' plurals, which are singular words.
-var watchedKinds = []watchedKind{
-	{mutationsv1.KindAssign, schema.GroupVersionResource{Group: mutationsv1.Group, Version: "v1", Resource: "assign"}},
-	{mutationsv1.KindAssignImage, schema.GroupVersionResource{Group: mutationsv1.Group, Version: "v1alpha1", Resource: "assignimage"}},
-	{mutationsv1.KindAssignMetadata, schema.GroupVersionResource{Group: mutationsv1.Group, Version: "v1", Resource: "assignmetadata"}},
-	{mutationsv1.KindModifySet, schema.GroupVersionResource{Group: mutationsv1.Group, Version: "v1", Resource: "modifyset"}},
-}
+// watchedKinds are the kinds the live source watches: every kind the
+// decoder knows.
+var watchedKinds = func() []watchedKind {
+	out := make([]watchedKind, len(mutation.Kinds))
+	for i, k := range mutation.Kinds {
+		out[i] = watchedKind{kind: k.Name, gvr: k.GVR()}
+	}
+	return out
+}()
 
 // unservedProbe is how often the live source asks whether the resource of
 // a kind that was not served (its CRD not installed) is served now.
