@@ -85,8 +85,7 @@ func tenPodMutators(tb testing.TB) []string {
 // Ten matching mutators on a 3-container pod, end to end through Admit.
 // "fresh" changes the pod every time; "mutated" admits a pod that already
 // has every change. The typed path is the default; "unstructured/..." runs
-// the same through the unstructured form (to a map, the passes, back to a
-// typed Pod), as every request did before.
+// the same on the pod's unstructured form, as custom resources arrive.
 func BenchmarkAdmitTenMatching(b *testing.B) {
 	mutators := tenPodMutators(b)
 	if len(mutators) != 10 {
@@ -95,6 +94,27 @@ func BenchmarkAdmitTenMatching(b *testing.B) {
 	benchAdmit(b, mutators, func(done *corev1.Pod) {
 		if !strings.HasPrefix(done.Spec.Containers[0].Image, "mirror.example.com/") {
 			b.Fatalf("not mutated: %+v", done.Spec.Containers[0])
+		}
+	})
+}
+
+// quantityLimit sets every container's memory limit: a value with an
+// unstructured form of its own (a Quantity), in a map entry.
+const quantityLimit = `apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: memory-limit}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: "spec.containers[name:*].resources.limits.memory"
+  parameters: {assign: {value: 1Gi}}`
+
+// The ten mutators with the last (AssignImage) replaced by a memory limit,
+// which every container gets as a Quantity.
+func BenchmarkAdmitTenMatchingWithQuantity(b *testing.B) {
+	mutators := append(tenPodMutators(b)[:9:9], quantityLimit)
+	benchAdmit(b, mutators, func(done *corev1.Pod) {
+		if got := done.Spec.Containers[2].Resources.Limits.Memory().String(); got != "1Gi" {
+			b.Fatalf("memory limit %q", got)
 		}
 	})
 }

@@ -28,8 +28,6 @@ import (
 // given. It is not safe for concurrent use.
 type Builder struct {
 	byID map[ID]*Mutator
-	// all holds every mutator in run order.
-	all []*Mutator
 	// bound holds, per binding, the mutators that name it, and anyKind
 	// those without applyTo, in run order.
 	bound   map[Binding][]*Mutator
@@ -66,7 +64,6 @@ func (b *Builder) Has(id ID) bool { _, ok := b.byID[id]; return ok }
 func (b *Builder) Add(m *Mutator) {
 	b.Remove(m.id)
 	b.byID[m.id] = m
-	b.all = insertRunOrder(b.all, m)
 	if m.matcher.NeedsNamespaceLabels() {
 		b.namespaceSelectors++
 	}
@@ -88,7 +85,6 @@ func (b *Builder) Remove(id ID) {
 		return
 	}
 	delete(b.byID, id)
-	b.all = deleteRunOrder(b.all, m)
 	if m.matcher.NeedsNamespaceLabels() {
 		b.namespaceSelectors--
 	}
@@ -132,7 +128,7 @@ func (b *Builder) System() *System {
 	clear(b.dirty)
 	b.anyDirty = false
 	s := &System{
-		mutators:        slices.Clone(b.all),
+		n:               len(b.byID),
 		byBinding:       make(map[Binding][]*Mutator, len(b.merged)),
 		anyKind:         slices.Clone(b.anyKind),
 		needsNamespaces: b.namespaceSelectors > 0,

@@ -37,7 +37,10 @@ var ErrNotConverging = errors.New("mutation not converging")
 // System runs a fixed set of mutators. It is immutable once built, so it is
 // safe for concurrent use.
 type System struct {
-	mutators []*Mutator
+	// n is the number of mutators. The list of them is not kept: every
+	// one is in anyKind or in a list of byBinding, and a copy of it per
+	// change would cost what the change does not.
+	n int
 	// byBinding holds, for every binding some applyTo names, the mutators
 	// that bind to it merged with the kind-independent ones, in run order.
 	byBinding map[Binding][]*Mutator
@@ -109,10 +112,23 @@ func runOrder(a, b *Mutator) int {
 }
 
 // Len is the number of mutators.
-func (s *System) Len() int { return len(s.mutators) }
+func (s *System) Len() int { return s.n }
 
 // Mutators returns the mutators in run order.
-func (s *System) Mutators() []*Mutator { return slices.Clone(s.mutators) }
+func (s *System) Mutators() []*Mutator {
+	out := slices.Clone(s.anyKind)
+	seen := make(map[*Mutator]bool, s.n)
+	for _, list := range s.byBinding {
+		for _, m := range list {
+			if m.bindings != nil && !seen[m] {
+				seen[m] = true
+				out = append(out, m)
+			}
+		}
+	}
+	slices.SortFunc(out, runOrder)
+	return out
+}
 
 // NeedsNamespaceLabels reports whether some mutator has a namespaceSelector.
 func (s *System) NeedsNamespaceLabels() bool { return s.needsNamespaces }
