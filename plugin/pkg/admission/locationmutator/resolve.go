@@ -167,7 +167,6 @@ func (r *resolver) put(lm *liveMutator) {
 	if _, taken := r.byID[lm.id]; taken {
 		return // the object before it under that name stays; see decide
 	}
-	lm.neighbours = map[*liveMutator]mutation.Conflict{}
 	for _, c := range r.schema.Conflicts(lm.mutator) {
 		other := c.Other(lm.id)
 		if r.static[other] {
@@ -175,12 +174,21 @@ func (r *resolver) put(lm *liveMutator) {
 			continue
 		}
 		if n := r.byID[other]; n != nil {
-			lm.neighbours[n] = c
-			n.neighbours[lm] = c
+			link(lm, n, c)
+			link(n, lm, c)
 		}
 	}
 	r.byID[lm.id] = lm
 	r.schema.Add(lm.mutator)
+}
+
+// link records that a conflicts with b; most mutators conflict with none,
+// so the map is made on the first.
+func link(a, b *liveMutator, c mutation.Conflict) {
+	if a.neighbours == nil {
+		a.neighbours = map[*liveMutator]mutation.Conflict{}
+	}
+	a.neighbours[b] = c
 }
 
 // settle decides again every live mutator a put or remove may have

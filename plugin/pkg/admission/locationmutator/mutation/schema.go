@@ -76,9 +76,11 @@ func (m *Mutator) schemaSlots() []schemaSlot {
 	if m.bindings == nil {
 		return nil
 	}
+	// Every slot's key is a prefix of the last one's: build that once and
+	// share it.
 	var (
-		out []schemaSlot
-		key strings.Builder
+		key  strings.Builder
+		ends = make([]int, len(m.nodes))
 	)
 	for i, n := range m.nodes {
 		switch n := n.(type) {
@@ -90,6 +92,11 @@ func (m *Mutator) schemaSlots() []schemaSlot {
 		case path.List:
 			key.WriteString("[" + path.Quote(n.KeyField) + "]")
 		}
+		ends[i] = key.Len()
+	}
+	full := key.String()
+	var out []schemaSlot
+	for i := range m.nodes {
 		t := m.terminalType()
 		if i+1 < len(m.nodes) {
 			switch next := m.nodes[i+1].(type) {
@@ -100,7 +107,7 @@ func (m *Mutator) schemaSlots() []schemaSlot {
 			}
 		}
 		if t.kind != "" {
-			out = append(out, schemaSlot{key: key.String(), t: t})
+			out = append(out, schemaSlot{key: full[:ends[i]], t: t})
 		}
 	}
 	return out
