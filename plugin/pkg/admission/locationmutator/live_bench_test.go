@@ -334,6 +334,7 @@ func BenchmarkLiveAdmitWhileEditing(b *testing.B) {
 				}
 			}()
 			b.ReportAllocs()
+			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					pod, err := f.admitPod()
@@ -342,6 +343,7 @@ func BenchmarkLiveAdmitWhileEditing(b *testing.B) {
 					}
 				}
 			})
+			b.StopTimer()
 			close(stop)
 			<-done
 		})
