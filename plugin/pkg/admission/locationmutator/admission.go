@@ -99,8 +99,6 @@ type Plugin struct {
 	// namespaceLabels is bound once so that requests do not allocate a
 	// method value.
 	namespaceLabels match.NamespaceLabelsFunc
-	// unstructuredOnly turns the typed path off (tests and benchmarks).
-	unstructuredOnly bool
 
 	// The live source (watchMutators) and what it needs.
 	watchMutators bool
@@ -315,33 +313,31 @@ func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, ob
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("%s: converting to %v: %w", PluginName, gvk, err))
 	}
-	if !p.unstructuredOnly {
-		// Mutate the typed object directly when the mutators allow it;
-		// the result is the same as through the unstructured form below.
-		res, err := mutation.MutateTyped(candidates, versionedObj, target)
-		switch {
-		case errors.Is(err, mutation.ErrTypedUnsupported):
-			klog.V(5).InfoS("LocationMutator mutates through the unstructured form", "kind", gvk, "reason", err)
-		case err != nil:
-			return refuse(a, err)
-		default:
-			if !res.Mutated() {
-				return nil
-			}
-			if internal {
-				if err := versioned.Back(versionedObj, obj, o); err != nil {
-					return apierrors.NewInternalError(fmt.Errorf("%s: converting back from %v: %w", PluginName, gvk, err))
-				}
-			}
-			p.record(a, res)
+	// Mutate the typed object directly when the mutators allow it; the
+	// result is the same as through the unstructured form below.
+	res, err := mutation.MutateTyped(candidates, versionedObj, target)
+	switch {
+	case errors.Is(err, mutation.ErrTypedUnsupported):
+		klog.V(5).InfoS("LocationMutator mutates through the unstructured form", "kind", gvk, "reason", err)
+	case err != nil:
+		return refuse(a, err)
+	default:
+		if !res.Mutated() {
 			return nil
 		}
+		if internal {
+			if err := versioned.Back(versionedObj, obj, o); err != nil {
+				return apierrors.NewInternalError(fmt.Errorf("%s: converting back from %v: %w", PluginName, gvk, err))
+			}
+		}
+		p.record(a, res)
+		return nil
 	}
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(versionedObj)
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("%s: %w", PluginName, err))
 	}
-	res, err := mutation.Mutate(candidates, content, target)
+	res, err = mutation.Mutate(candidates, content, target)
 	if err != nil {
 		return refuse(a, err)
 	}

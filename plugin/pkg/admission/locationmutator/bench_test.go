@@ -24,6 +24,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 )
 
@@ -84,8 +85,7 @@ func tenPodMutators(tb testing.TB) []string {
 // Ten matching mutators on a 3-container pod, end to end through Admit.
 // "fresh" changes the pod every time; "mutated" admits a pod that already
 // has every change. The typed path is the default; "unstructured/..." runs
-// the same through the unstructured form (to a map, the passes, back to a
-// typed Pod), as every request did before.
+// the same on the pod's unstructured form, as custom resources arrive.
 func BenchmarkAdmitTenMatching(b *testing.B) {
 	mutators := tenPodMutators(b)
 	if len(mutators) != 10 {
@@ -94,6 +94,27 @@ func BenchmarkAdmitTenMatching(b *testing.B) {
 	benchAdmit(b, mutators, func(done *corev1.Pod) {
 		if !strings.HasPrefix(done.Spec.Containers[0].Image, "mirror.example.com/") {
 			b.Fatalf("not mutated: %+v", done.Spec.Containers[0])
+		}
+	})
+}
+
+// quantityLimit sets every container's memory limit: a value with an
+// unstructured form of its own (a Quantity), in a map entry.
+const quantityLimit = `apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: memory-limit}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: "spec.containers[name:*].resources.limits.memory"
+  parameters: {assign: {value: 1Gi}}`
+
+// The ten mutators with the last (AssignImage) replaced by a memory limit,
+// which every container gets as a Quantity.
+func BenchmarkAdmitTenMatchingWithQuantity(b *testing.B) {
+	mutators := append(tenPodMutators(b)[:9:9], quantityLimit)
+	benchAdmit(b, mutators, func(done *corev1.Pod) {
+		if got := done.Spec.Containers[2].Resources.Limits.Memory().String(); got != "1Gi" {
+			b.Fatalf("memory limit %q", got)
 		}
 	})
 }
@@ -107,26 +128,36 @@ func BenchmarkAdmitOneAssign(b *testing.B) {
 	})
 }
 
+// benchAdmit runs the mutators on a typed pod and on the pod's unstructured
+// form (as custom resources arrive), fresh and already mutated.
 func benchAdmit(b *testing.B, mutators []string, check func(*corev1.Pod)) {
 	o := admission.NewObjectInterfacesFromScheme(testScheme(b))
 	for _, path := range []string{"", "unstructured/"} {
 		p := newTestPlugin(b, config(mutators...))
-		p.unstructuredOnly = path != ""
-		fresh := threeContainerPod()
+		pod := func() runtime.Object {
+			if path == "" {
+				return threeContainerPod()
+			}
+			return asUnstructured(b, threeContainerPod())
+		}
+		fresh := pod()
 		b.Run(path+"fresh", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				pod := fresh.DeepCopy()
-				if err := p.Admit(context.Background(), attrs(pod, podGVK, podGVR, "prod", "web", admission.Create, ""), o); err != nil {
+				if err := p.Admit(context.Background(), attrs(fresh.DeepCopyObject(), podGVK, podGVR, "prod", "web", admission.Create, ""), o); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
-		done := threeContainerPod()
+		done := pod()
 		if err := p.Admit(context.Background(), attrs(done, podGVK, podGVR, "prod", "web", admission.Create, ""), o); err != nil {
 			b.Fatal(err)
 		}
-		check(done)
+		if path == "" {
+			check(done.(*corev1.Pod))
+		} else {
+			check(asPod(b, done))
+		}
 		a := attrs(done, podGVK, podGVR, "prod", "web", admission.Update, "")
 		b.Run(path+"mutated", func(b *testing.B) {
 			b.ReportAllocs()

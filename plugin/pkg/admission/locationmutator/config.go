@@ -17,17 +17,14 @@ limitations under the License.
 package locationmutator
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -80,35 +77,6 @@ func LoadMutators(cfg *v1alpha1.Configuration) ([]*mutation.Mutator, error) {
 	return ms, nil
 }
 
-// load returns the valid mutators of cfg, also when others are not.
-func (in *ingestion) load(cfg *v1alpha1.Configuration) ([]*mutation.Mutator, error) {
-	var (
-		out  []*mutation.Mutator
-		errs []error
-	)
-	for i, raw := range cfg.Mutators {
-		m, err := in.decode(raw)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("mutators[%d]: %w", i, err))
-			continue
-		}
-		out = append(out, m)
-	}
-	for i, pattern := range cfg.MutatorFiles {
-		files, err := expand(pattern)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("mutatorFiles[%d]: %w", i, err))
-			continue
-		}
-		for _, f := range files {
-			ms, err := in.loadFile(f)
-			errs = append(errs, err)
-			out = append(out, ms...)
-		}
-	}
-	return out, errors.Join(errs...)
-}
-
 // NewSystemFromConfig reads a configuration and builds its mutation system,
 // and records the outcome in the plugin's metrics.
 func NewSystemFromConfig(r io.Reader) (*mutation.System, error) {
@@ -125,15 +93,23 @@ func newSystem(cfg *v1alpha1.Configuration) (*mutation.System, error) {
 	registerMetrics()
 	in := newIngestion()
 	ms, err := in.load(cfg)
-	var s *mutation.System
-	if err == nil {
-		s, err = mutation.NewSystem(ms)
+	conflicts := mutation.FindConflicts(ms)
+	in.report(ms, err == nil && len(conflicts) == 0, conflicts)
+	if err == nil && len(conflicts) > 0 {
+		errs := make([]error, len(conflicts))
+		for i, c := range conflicts {
+			errs[i] = &mutation.ConflictError{Conflict: c}
+		}
+		err = errors.Join(errs...)
 	}
-	in.report(ms, s)
 	if err != nil {
 		return nil, fmt.Errorf("%s configuration: %w", PluginName, err)
 	}
-	return s, nil
+	b := mutation.NewBuilder()
+	for _, m := range ms {
+		b.Add(m)
+	}
+	return b.System(), nil
 }
 
 func expand(pattern string) ([]string, error) {
@@ -151,49 +127,6 @@ func expand(pattern string) ([]string, error) {
 		return nil, fmt.Errorf("%q matches no file", pattern)
 	}
 	return files, nil
-}
-
-func (in *ingestion) loadFile(name string) ([]*mutation.Mutator, error) {
-	data, err := os.ReadFile(name)
-	if err != nil {
-		return nil, err
-	}
-	var (
-		out  []*mutation.Mutator
-		errs []error
-	)
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for doc := 1; ; doc++ {
-		chunk, err := r.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return out, fmt.Errorf("%s: document %d: %w", name, doc, err)
-		}
-		js, err := yaml.YAMLToJSONStrict(chunk)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: document %d: %w", name, doc, err))
-			continue
-		}
-		if t := bytes.TrimSpace(js); len(t) == 0 || bytes.Equal(t, []byte("null")) {
-			continue // comments or `---` only
-		}
-		items, isList := listItems(js)
-		for j, item := range items {
-			m, err := in.decode(item)
-			if err != nil {
-				where := fmt.Sprintf("%s: document %d", name, doc)
-				if isList {
-					where += fmt.Sprintf(": items[%d]", j)
-				}
-				errs = append(errs, fmt.Errorf("%s: %w", where, err))
-				continue
-			}
-			out = append(out, m)
-		}
-	}
-	return out, errors.Join(errs...)
 }
 
 // listItems returns the items of a list document (`kind: List`, or a typed

@@ -17,19 +17,12 @@ limitations under the License.
 package locationmutator
 
 import (
-	"crypto/sha256"
-	"encoding/base32"
-	"encoding/binary"
-	"os"
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	eventrecord "k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 )
 
 // newEventRecorder returns the sink of the live source's Warning Events,
@@ -45,22 +38,4 @@ func newEventRecorder(client kubernetes.Interface, stop <-chan struct{}) eventSi
 	return func(obj runtime.Object, reason, message string) {
 		recorder.Event(obj, corev1.EventTypeWarning, reason, message)
 	}
-}
-
-// hostnameIdentity is the identity kube-apiserver gives itself (the name of
-// its identity lease) when the build hands the plugin none: a hash of the
-// host name and "kube-apiserver". Two servers on one host share it, so
-// such a setup must pass each its own (initializer.NewServerIdentity).
-func hostnameIdentity() string {
-	host, err := os.Hostname()
-	if err != nil {
-		klog.ErrorS(err, "LocationMutator cannot read the host name for its status entries")
-	}
-	h := sha256.New()
-	for _, part := range []string{host, "kube-apiserver"} {
-		h.Write(binary.BigEndian.AppendUint16(nil, uint16(len(part))))
-		h.Write([]byte(part))
-	}
-	sum := h.Sum(nil)
-	return "apiserver-" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:16]))
 }

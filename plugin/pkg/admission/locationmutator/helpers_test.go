@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
@@ -116,4 +117,28 @@ func record(a admission.Attributes) *recorder {
 func (r *recorder) AddAnnotation(k, v string) error {
 	r.annotations[k] = v
 	return r.Attributes.AddAnnotation(k, v)
+}
+
+// asUnstructured is obj's unstructured form, as a custom resource arrives.
+func asUnstructured(tb testing.TB, obj runtime.Object) *unstructured.Unstructured {
+	tb.Helper()
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: content}
+}
+
+// asPod decodes an unstructured pod back.
+func asPod(tb testing.TB, obj runtime.Object) *corev1.Pod {
+	tb.Helper()
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		tb.Fatalf("%T is not unstructured", obj)
+	}
+	pod := &corev1.Pod{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pod); err != nil {
+		tb.Fatal(err)
+	}
+	return pod
 }

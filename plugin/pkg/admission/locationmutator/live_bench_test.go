@@ -18,11 +18,12 @@ package locationmutator
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
@@ -39,14 +40,16 @@ func liveSystem(b *testing.B, manifests []string) *mutation.System {
 		objects[i] = f.object(m, now.Add(time.Duration(i)*time.Millisecond))
 	}
 	static, _ := mutation.NewSystem(nil)
-	s := &liveSource{decoded: map[types.UID]*liveMutator{}, lastWarning: map[types.UID]outcome{}}
-	system, outcomes := resolve(static, s.decode(objects))
-	for _, o := range outcomes {
-		if !o.enforced {
-			b.Fatalf("not enforced: %s", o.message)
+	r := newResolver(static)
+	for _, u := range objects {
+		r.put(decodeObject(u))
+	}
+	for _, lm := range r.settle() {
+		if !lm.outcome.enforced {
+			b.Fatalf("not enforced: %s", lm.outcome.message)
 		}
 	}
-	return system
+	return r.system.System()
 }
 
 // A pod create against 1,000 mutators that bind to Deployments only, from
@@ -87,9 +90,12 @@ func BenchmarkLiveIngest(b *testing.B) {
 	static, _ := mutation.NewSystem(nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		s := &liveSource{decoded: map[types.UID]*liveMutator{}, lastWarning: map[types.UID]outcome{}}
-		system, _ := resolve(static, s.decode(objects))
-		if system.Len() != len(objects) {
+		r := newResolver(static)
+		for _, u := range objects {
+			r.put(decodeObject(u))
+		}
+		r.settle()
+		if system := r.system.System(); system.Len() != len(objects) {
 			b.Fatalf("%d mutators enforced", system.Len())
 		}
 	}
@@ -142,4 +148,204 @@ func BenchmarkLiveAdmitWhileChanging(b *testing.B) {
 		}()
 		admit(b)
 	})
+}
+
+// labelMutators are n AssignMetadata objects, each adding its own label,
+// as a user applying many of them would: they bind to every kind, so each
+// one is in every candidate list.
+func labelMutators(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf(`apiVersion: mutations.gatekeeper.sh/v1
+kind: AssignMetadata
+metadata: {name: label-%05d}
+spec:
+  location: metadata.labels.l%d
+  parameters: {assign: {value: "x"}}`, i, i)
+	}
+	return out
+}
+
+// liveShapes are the sets of live mutators the scale benchmarks run.
+var liveShapes = []struct {
+	name      string
+	manifests func(int) []string
+}{
+	{"assign", deploymentOnlyAssigns},
+	{"assignmetadata", labelMutators},
+}
+
+// liveObjects are the API's objects of manifests, created a millisecond
+// apart.
+func liveObjects(b *testing.B, manifests []string) []*unstructured.Unstructured {
+	f := &liveFixture{t: b}
+	objects := make([]*unstructured.Unstructured, len(manifests))
+	now := time.Now()
+	for i, m := range manifests {
+		objects[i] = f.object(m, now.Add(time.Duration(i)*time.Millisecond))
+	}
+	return objects
+}
+
+// ingest takes in every object at once, as the first pass after the
+// initial list does, and returns the resolver.
+func ingest(b *testing.B, objects []*unstructured.Unstructured) *resolver {
+	static, _ := mutation.NewSystem(nil)
+	r := newResolver(static)
+	for _, u := range objects {
+		r.put(decodeObject(u))
+	}
+	r.settle()
+	if system := r.system.System(); system.Len() != len(objects) {
+		b.Fatalf("%d of %d mutators enforced", system.Len(), len(objects))
+	}
+	return r
+}
+
+// nextGeneration is u changed by its author: a new value, a new
+// generation.
+func nextGeneration(b *testing.B, u *unstructured.Unstructured, gen int64) *unstructured.Unstructured {
+	next := u.DeepCopy()
+	next.SetGeneration(gen)
+	if err := unstructured.SetNestedField(next.Object, fmt.Sprintf("v%d", gen), "spec", "parameters", "assign", "value"); err != nil {
+		b.Fatal(err)
+	}
+	return next
+}
+
+// BenchmarkLiveScale measures the live source at 1,000 and 10,000
+// mutators: one edit republished (decoding the changed object, deciding
+// again what it touches, making the new system), and ingesting all of
+// them at once (ns/mutator should stay flat as the number grows).
+func BenchmarkLiveScale(b *testing.B) {
+	for _, shape := range liveShapes {
+		for _, n := range []int{1000, 10000} {
+			objects := liveObjects(b, shape.manifests(n))
+			b.Run(fmt.Sprintf("edit/%s/mutators-%d", shape.name, n), func(b *testing.B) {
+				r := ingest(b, objects)
+				edited := objects[n/2]
+				gens := []*unstructured.Unstructured{nextGeneration(b, edited, 2), nextGeneration(b, edited, 3)}
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					r.put(decodeObject(gens[i%2]))
+					r.settle()
+					if r.system.System().Len() != n {
+						b.Fatal("the edited mutator is not enforced")
+					}
+					i++
+				}
+			})
+		}
+		for _, n := range []int{1000, 4000, 10000} {
+			objects := liveObjects(b, shape.manifests(n))
+			b.Run(fmt.Sprintf("ingest/%s/mutators-%d", shape.name, n), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					ingest(b, objects)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/mutator")
+			})
+		}
+	}
+}
+
+// BenchmarkLiveApplyOneByOne takes in n mutators as `kubectl apply` of n
+// objects delivers them: one watch event, one pass and one published
+// system each. ns/mutator should stay flat as n grows.
+func BenchmarkLiveApplyOneByOne(b *testing.B) {
+	for _, shape := range liveShapes {
+		for _, n := range []int{1000, 4000} {
+			objects := liveObjects(b, shape.manifests(n))
+			b.Run(fmt.Sprintf("%s/mutators-%d", shape.name, n), func(b *testing.B) {
+				static, _ := mutation.NewSystem(nil)
+				b.ReportAllocs()
+				for b.Loop() {
+					r := newResolver(static)
+					for _, u := range objects {
+						r.put(decodeObject(u))
+						r.settle()
+						r.system.System()
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/mutator")
+			})
+		}
+	}
+}
+
+// BenchmarkLiveMemory reports the heap the live source keeps per mutator:
+// its decoded mutators, the conflict index and the published system
+// (plugin-B/mutator), and with the objects the informer holds
+// (with-objects-B/mutator).
+func BenchmarkLiveMemory(b *testing.B) {
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	for _, shape := range liveShapes {
+		for _, n := range []int{1000, 10000} {
+			manifests := shape.manifests(n)
+			b.Run(fmt.Sprintf("%s/mutators-%d", shape.name, n), func(b *testing.B) {
+				var plugin, withObjects float64
+				for b.Loop() {
+					start := heap()
+					objects := liveObjects(b, manifests)
+					loaded := heap()
+					r := ingest(b, objects)
+					end := heap()
+					plugin = float64(end-loaded) / float64(n)
+					withObjects = float64(end-start) / float64(n)
+					runtime.KeepAlive(r)
+					runtime.KeepAlive(objects)
+				}
+				b.ReportMetric(plugin, "plugin-B/mutator")
+				b.ReportMetric(withObjects, "with-objects-B/mutator")
+			})
+		}
+	}
+}
+
+// BenchmarkLiveAdmitWhileEditing sends pod creates from every core while
+// another goroutine takes in edits one after the other and publishes each
+// system, as the live source's loop does: requests never wait for it.
+func BenchmarkLiveAdmitWhileEditing(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("mutators-%d", n), func(b *testing.B) {
+			objects := liveObjects(b, append(deploymentOnlyAssigns(n-1), pullAlways))
+			r := ingest(b, objects)
+			f := newLiveFixture(b, nil)
+			f.waitSynced()
+			f.plugin.current.Store(r.system.System())
+			stop, done := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				for gen := int64(2); ; gen++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					r.put(decodeObject(nextGeneration(b, objects[n/2], gen)))
+					r.settle()
+					f.plugin.current.Store(r.system.System())
+				}
+			}()
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					pod, err := f.admitPod()
+					if err != nil || pullPolicy(pod) != "Always" {
+						b.Fatalf("pull policy %q, error %v", pullPolicy(pod), err)
+					}
+				}
+			})
+			b.StopTimer()
+			close(stop)
+			<-done
+		})
+	}
 }

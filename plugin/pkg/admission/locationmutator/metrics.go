@@ -19,9 +19,7 @@ package locationmutator
 import (
 	"errors"
 	"sync"
-	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
@@ -112,97 +110,16 @@ func registerMetrics() {
 	})
 }
 
-// ingestion is what taking in one configuration's mutators found: how long
-// each mutator took to decode and validate, and which ones failed.
-type ingestion struct {
-	took   map[*mutation.Mutator]time.Duration
-	failed []time.Duration
-}
-
-func newIngestion() *ingestion {
-	return &ingestion{took: map[*mutation.Mutator]time.Duration{}}
-}
-
-func (in *ingestion) decode(doc []byte) (*mutation.Mutator, error) {
-	start := time.Now()
-	m, err := mutation.Decode(doc)
-	took := time.Since(start)
-	if err != nil {
-		in.failed = append(in.failed, took)
-		return nil, err
-	}
-	in.took[m] = took
-	return m, nil
-}
-
-// report records a configuration's outcome. A configuration is taken or
-// refused as a whole: when system is nil, nothing is enforced, the invalid
-// mutators are errors and the valid ones that cannot run together are
-// conflicts.
-func (in *ingestion) report(decoded []*mutation.Mutator, system *mutation.System) {
-	states := map[string]float64{stateEnforced: 0, stateError: 0, stateConflict: 0}
-	observe := func(outcome string, took time.Duration) {
-		states[outcome]++
-		ingestions.WithLabelValues(sourceConfig, outcome).Inc()
-		ingestionDuration.WithLabelValues(sourceConfig, outcome).Observe(took.Seconds())
-	}
-	for _, took := range in.failed {
-		observe(stateError, took)
-	}
-	if system != nil {
-		for _, m := range decoded {
-			observe(stateEnforced, in.took[m])
-		}
-	} else {
-		for _, m := range conflicting(decoded) {
-			observe(stateConflict, in.took[m])
-		}
+// reportLive records a pass of the live source: the number of live
+// mutators in each state, and the ingestion of those it decoded.
+func reportLive(decoded []*liveMutator, states map[string]int) {
+	for _, lm := range decoded {
+		state := lm.outcome.state()
+		ingestions.WithLabelValues(sourceAPI, state).Inc()
+		ingestionDuration.WithLabelValues(sourceAPI, state).Observe(lm.took.Seconds())
 	}
 	for state, n := range states {
-		mutatorsGauge.WithLabelValues(sourceConfig, state).Set(n)
-	}
-}
-
-// conflicting returns the mutators that cannot run together with another
-// one: the ones NewSystem's conflict errors name. It runs only for a
-// configuration about to be refused.
-func conflicting(ms []*mutation.Mutator) []*mutation.Mutator {
-	_, err := mutation.NewSystem(ms)
-	named := map[mutation.ID]bool{}
-	for _, c := range mutation.Conflicts(err) {
-		named[c.Mutators[0]], named[c.Mutators[1]] = true, true
-	}
-	var out []*mutation.Mutator
-	for _, m := range ms {
-		if named[m.ID()] {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// reportLive records a rebuild of the live mutators: the state of each, and
-// the ingestion of those decoded for this rebuild (took > 0).
-func reportLive(live []*liveMutator, outcomes map[types.UID]outcome) {
-	states := map[string]float64{stateEnforced: 0, stateError: 0, stateConflict: 0}
-	for _, lm := range live {
-		o := outcomes[lm.uid]
-		state := stateEnforced
-		switch {
-		case o.enforced:
-		case o.errorType == errorTypeInvalid:
-			state = stateError
-		default:
-			state = stateConflict
-		}
-		states[state]++
-		if lm.took > 0 {
-			ingestions.WithLabelValues(sourceAPI, state).Inc()
-			ingestionDuration.WithLabelValues(sourceAPI, state).Observe(lm.took.Seconds())
-		}
-	}
-	for state, n := range states {
-		mutatorsGauge.WithLabelValues(sourceAPI, state).Set(n)
+		mutatorsGauge.WithLabelValues(sourceAPI, state).Set(float64(n))
 	}
 }
 

@@ -26,7 +26,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/component-base/metrics/testutil"
 
@@ -125,17 +126,15 @@ func TestMetricsIngestion(t *testing.T) {
 	}
 }
 
-// TestMetricsLive records rebuilds of the live mutators: each object counts
-// in its state, and only objects decoded for this rebuild count as taken in.
+// TestMetricsLive records passes of the live source: the gauge is the
+// resolver's count of each state, and only the objects decoded in this pass
+// count as taken in, each in its state (an overridden one is a conflict).
 func TestMetricsLive(t *testing.T) {
 	registerMetrics()
-	valid, invalid, conflicting, overridden := &liveMutator{uid: "a", took: time.Millisecond}, &liveMutator{uid: "b", took: time.Millisecond}, &liveMutator{uid: "c"}, &liveMutator{uid: "d"}
-	outcomes := map[types.UID]outcome{
-		"a": {enforced: true},
-		"b": {errorType: errorTypeInvalid},
-		"c": {errorType: errorTypeConflict},
-		"d": {errorType: errorTypeOverridden},
-	}
+	valid := &liveMutator{uid: "a", took: time.Millisecond, outcome: outcome{enforced: true}}
+	invalid := &liveMutator{uid: "b", took: time.Millisecond, outcome: outcome{errorType: errorTypeInvalid}}
+	overridden := &liveMutator{uid: "d", took: time.Millisecond, outcome: outcome{errorType: errorTypeOverridden}}
+	states := map[string]int{stateEnforced: 1, stateError: 1, stateConflict: 2}
 	counts := func() map[string]float64 {
 		out := map[string]float64{}
 		for _, state := range allStates {
@@ -152,12 +151,12 @@ func TestMetricsLive(t *testing.T) {
 		return out
 	}
 	before := counts()
-	reportLive([]*liveMutator{valid, invalid, conflicting, overridden}, outcomes)
+	reportLive([]*liveMutator{valid, invalid, overridden}, states)
 	want := map[string]float64{
 		"mutators{enforced}": 1, "mutators{error}": 1, "mutators{conflict}": 2,
 		"ingestions_total{enforced}": before["ingestions_total{enforced}"] + 1,
 		"ingestions_total{error}":    before["ingestions_total{error}"] + 1,
-		"ingestions_total{conflict}": before["ingestions_total{conflict}"],
+		"ingestions_total{conflict}": before["ingestions_total{conflict}"] + 1,
 	}
 	if diff := cmp.Diff(want, counts()); diff != "" {
 		t.Errorf("metrics (-want +got):\n%s", diff)
@@ -205,25 +204,27 @@ func TestMetricsRequests(t *testing.T) {
 	excluded := threeContainerPod()
 	excluded.Namespace = "kube-system"
 	cases := []struct {
-		name             string
-		obj              *corev1.Pod
-		unstructuredOnly bool
-		want             map[string]float64
+		name string
+		obj  runtime.Object
+		want map[string]float64
 	}{
 		// The first pass sets the pull policies, the second changes nothing.
 		{name: "mutated, typed", obj: threeContainerPod(),
 			want: map[string]float64{"objects_mutated_total": 1, "convergence_passes_count": 1, "convergence_passes_sum": 2}},
-		{name: "mutated, unstructured", obj: threeContainerPod(), unstructuredOnly: true,
+		{name: "mutated, unstructured", obj: asUnstructured(t, threeContainerPod()),
 			want: map[string]float64{"objects_mutated_total": 1, "convergence_passes_count": 1, "convergence_passes_sum": 2}},
 		{name: "no mutator matches", obj: excluded, want: map[string]float64{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newTestPlugin(t, config(pullAlways))
-			p.unstructuredOnly = tc.unstructuredOnly
 			o := admission.NewObjectInterfacesFromScheme(testScheme(t))
 			before := requestValues(t)
-			if err := p.Admit(context.Background(), attrs(tc.obj, podGVK, podGVR, tc.obj.Namespace, tc.obj.Name, admission.Create, ""), o); err != nil {
+			accessor, err := meta.Accessor(tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Admit(context.Background(), attrs(tc.obj, podGVK, podGVR, accessor.GetNamespace(), accessor.GetName(), admission.Create, ""), o); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, delta(before, requestValues(t))); diff != "" {

@@ -27,6 +27,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -40,8 +42,11 @@ import (
 // conflict reads the object again: other servers write their own entries
 // in the same list.
 type statusWriter struct {
-	source *liveSource
-	queue  workqueue.TypedRateLimitingInterface[statusKey]
+	client   dynamic.Interface
+	identity string
+	// outcome is the latest decision about a mutator object.
+	outcome func(types.UID) (outcome, bool)
+	queue   workqueue.TypedRateLimitingInterface[statusKey]
 }
 
 type statusKey struct {
@@ -52,9 +57,11 @@ type statusKey struct {
 // statusTimeout bounds one status write.
 const statusTimeout = 10 * time.Second
 
-func newStatusWriter(s *liveSource) *statusWriter {
+func newStatusWriter(client dynamic.Interface, identity string, outcome func(types.UID) (outcome, bool)) *statusWriter {
 	return &statusWriter{
-		source: s,
+		client:   client,
+		identity: identity,
+		outcome:  outcome,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[statusKey](),
 			workqueue.TypedRateLimitingQueueConfig[statusKey]{Name: "locationmutator_status"}),
 	}
@@ -87,8 +94,8 @@ func (w *statusWriter) next() bool {
 }
 
 // sync writes this server's entry on one object if it is missing or out of
-// date. An object whose generation the last rebuild has not seen yet waits
-// for the next rebuild, which enqueues it again.
+// date. An object whose generation the resolver has not decided about yet
+// waits for that decision, which enqueues it again.
 func (w *statusWriter) sync(key statusKey) error {
 	obj, exists, err := key.kind.informer.GetStore().GetByKey(key.name)
 	if err != nil || !exists {
@@ -100,14 +107,14 @@ func (w *statusWriter) sync(key statusKey) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
 	defer cancel()
-	resource := w.source.client.Resource(key.kind.gvr)
+	resource := w.client.Resource(key.kind.gvr)
 	current := cached
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		o, ok := w.source.outcome(current.GetUID())
+		o, ok := w.outcome(current.GetUID())
 		if !ok || o.generation != current.GetGeneration() {
 			return nil
 		}
-		updated, changed, err := withEntry(current, w.source.identity, o)
+		updated, changed, err := withEntry(current, w.identity, o)
 		if err != nil || !changed {
 			return err
 		}

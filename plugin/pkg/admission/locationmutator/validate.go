@@ -79,22 +79,10 @@ func (p *Plugin) conflicts(m *mutation.Mutator) field.ErrorList {
 	if system == nil {
 		system = p.static
 	}
-	others := slices.DeleteFunc(system.Mutators(), func(o *mutation.Mutator) bool { return o.ID() == m.ID() })
-	_, err := mutation.NewSystem(append(others, m))
-	if err == nil {
-		return nil
-	}
 	var errs field.ErrorList
-	for _, c := range mutation.Conflicts(err) {
-		if c.Mutators[0] != m.ID() && c.Mutators[1] != m.ID() {
-			continue
-		}
-		other := c.Mutators[0]
-		if other == m.ID() {
-			other = c.Mutators[1]
-		}
+	for _, c := range system.ConflictsWith(m) {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "location"), m.Location().String(),
-			fmt.Sprintf("conflicts with %s, which this server enforces: %v", other, c)))
+			fmt.Sprintf("conflicts with %s, which this server enforces: %v", c.Other(m.ID()), c)))
 	}
 	return errs
 }

@@ -93,18 +93,25 @@ func fuzzValue(s *bytesSource, depth int) any {
 
 var fuzzApplyTo = []mutationsv1.ApplyTo{{Groups: []string{""}, Versions: []string{"v1"}, Kinds: []string{"Pod"}}}
 
+// fuzzPathTests gives loc, one time in three, a pathTest on one of its
+// prefixes, either condition.
+func fuzzPathTests(s *bytesSource, loc string) []mutationsv1.PathTest {
+	p, err := path.Parse(loc)
+	if err != nil || s.next(3) != 0 {
+		return nil
+	}
+	d := s.next(len(p.Nodes))
+	cond := mutationsv1.MustExist
+	if s.next(2) == 0 {
+		cond = mutationsv1.MustNotExist
+	}
+	return []mutationsv1.PathTest{{SubPath: path.Path{Nodes: p.Nodes[:d+1]}.String(), Condition: cond}}
+}
+
 func fuzzMutator(s *bytesSource, i int) *Mutator {
 	meta := metav1.ObjectMeta{Name: "m" + string(rune('a'+i))}
 	loc := fuzzLocation(s)
-	var tests []mutationsv1.PathTest
-	if p, err := path.Parse(loc); err == nil && s.next(3) == 0 {
-		d := s.next(len(p.Nodes))
-		cond := mutationsv1.MustExist
-		if s.next(2) == 0 {
-			cond = mutationsv1.MustNotExist
-		}
-		tests = append(tests, mutationsv1.PathTest{SubPath: path.Path{Nodes: p.Nodes[:d+1]}.String(), Condition: cond})
-	}
+	tests := fuzzPathTests(s, loc)
 	var m *Mutator
 	switch s.next(4) {
 	case 0:

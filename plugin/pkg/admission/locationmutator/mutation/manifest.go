@@ -29,32 +29,6 @@ import (
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 )
 
-// manifestKind is what Decode knows of a kind: the apiVersions Gatekeeper
-// serves it at, and how to build its mutator.
-type manifestKind struct {
-	versions []string
-	decode   func(data []byte) (*Mutator, field.ErrorList, error)
-}
-
-var manifestKinds = map[string]manifestKind{
-	mutationsv1.KindAssign:         {[]string{"v1", "v1beta1", "v1alpha1"}, decodeAs(NewAssign)},
-	mutationsv1.KindAssignMetadata: {[]string{"v1", "v1beta1", "v1alpha1"}, decodeAs(NewAssignMetadata)},
-	mutationsv1.KindModifySet:      {[]string{"v1", "v1beta1", "v1alpha1"}, decodeAs(NewModifySet)},
-	mutationsv1.KindAssignImage:    {[]string{"v1alpha1"}, decodeAs(NewAssignImage)},
-}
-
-// decodeAs decodes a manifest strictly into a T and validates it with build.
-func decodeAs[T any](build func(*T) (*Mutator, field.ErrorList)) func([]byte) (*Mutator, field.ErrorList, error) {
-	return func(data []byte) (*Mutator, field.ErrorList, error) {
-		var obj T
-		if err := strictUnmarshal(data, &obj); err != nil {
-			return nil, nil, err
-		}
-		m, errs := build(&obj)
-		return m, errs, nil
-	}
-}
-
 // Decode reads one mutator manifest (YAML or JSON) and validates it. Its
 // errors read `<Kind> "<name>": <field>: <problem>`, so a user can find the
 // manifest and the field at fault.
@@ -108,14 +82,14 @@ func decode(data []byte) (_ *Mutator, who string, _ field.ErrorList, err error) 
 			return nil, who, nil, err
 		}
 	}
-	kind, ok := manifestKinds[head.Kind]
+	kind, ok := kindNamed(head.Kind)
 	if !ok {
-		return nil, who, field.ErrorList{field.NotSupported(field.NewPath("kind"), head.Kind, []string{mutationsv1.KindAssign, mutationsv1.KindAssignImage, mutationsv1.KindAssignMetadata, mutationsv1.KindModifySet})}, nil
+		return nil, who, field.ErrorList{field.NotSupported(field.NewPath("kind"), head.Kind, kindNames())}, nil
 	}
 	group, version, _ := strings.Cut(head.APIVersion, "/")
-	if group != mutationsv1.Group || !slices.Contains(kind.versions, version) {
-		want := make([]string, len(kind.versions))
-		for i, v := range kind.versions {
+	if group != mutationsv1.Group || !slices.Contains(kind.Versions, version) {
+		want := make([]string, len(kind.Versions))
+		for i, v := range kind.Versions {
 			want[i] = mutationsv1.Group + "/" + v
 		}
 		return nil, who, field.ErrorList{field.NotSupported(field.NewPath("apiVersion"), head.APIVersion, want)}, nil

@@ -76,6 +76,8 @@ type Mutator struct {
 	conds    []mutationsv1.Condition
 	matcher  *match.Matcher
 	bindings []Binding // nil for AssignMetadata, which applies to every kind
+	// slots are the types the location implies, for the conflict check.
+	slots []schemaSlot
 
 	// Assign and AssignMetadata
 	value        any
@@ -374,6 +376,7 @@ func (m *Mutator) finishMatch(mt match.Match, errs field.ErrorList) (*Mutator, f
 	if errs = append(errs, mErrs...); len(errs) > 0 {
 		return nil, errs
 	}
+	m.slots = m.schemaSlots()
 	return m, nil
 }
 

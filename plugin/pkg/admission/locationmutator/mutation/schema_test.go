@@ -24,27 +24,33 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// differingPairs lists exactly the pairs a loop over every i < j would
-// find to differ in type, in that loop's order.
-func TestDifferingPairsMatchesReference(t *testing.T) {
-	types := []impliedType{{kind: "object"}, {kind: "list", key: "name"}, {kind: "list", key: "key"}, {kind: "set"}, {kind: "string"}}
+// The index finds exactly the conflicts comparing every pair of mutators
+// finds, with the same reasons, in every order of adding them.
+func TestSchemaIndexMatchesEveryPair(t *testing.T) {
+	nodes := []string{"spec", "c", "c[name: a]", "c[name: *]", "c[image: b]", "x"}
 	r := rand.New(rand.NewPCG(15, 3))
-	for i := 0; i < 2000; i++ {
-		us := make([]schemaUse, r.IntN(12))
-		kinds := 1 + r.IntN(len(types))
-		for j := range us {
-			us[j].t = types[r.IntN(kinds)]
+	for round := 0; round < 300; round++ {
+		var ms []*Mutator
+		for i := range 2 + r.IntN(8) {
+			loc := "spec"
+			for range 1 + r.IntN(3) {
+				loc += "." + nodes[1+r.IntN(len(nodes)-1)]
+			}
+			loc += ".v"
+			ms = append(ms, assign(t, fmt.Sprintf("m%d", i), loc, "1"))
 		}
-		var want [][2]int
-		for a := range us {
-			for b := a + 1; b < len(us); b++ {
-				if us[a].t != us[b].t {
-					want = append(want, [2]int{a, b})
+		var want []Conflict
+		for i := range ms {
+			for j := i + 1; j < len(ms); j++ {
+				if c, ok := conflictBetween(ms[i], ms[j]); ok {
+					want = append(want, c)
 				}
 			}
 		}
-		if diff := cmp.Diff(want, differingPairs(us)); diff != "" {
-			t.Fatalf("%s: (-want +got):\n%s", fmt.Sprint(us), diff)
+		sortConflicts(want)
+		r.Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
+		if diff := cmp.Diff(want, FindConflicts(ms)); diff != "" {
+			t.Fatalf("(-every pair +index):\n%s", diff)
 		}
 	}
 }

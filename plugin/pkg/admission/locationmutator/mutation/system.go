@@ -37,7 +37,10 @@ var ErrNotConverging = errors.New("mutation not converging")
 // System runs a fixed set of mutators. It is immutable once built, so it is
 // safe for concurrent use.
 type System struct {
-	mutators []*Mutator
+	// n is the number of mutators. The list of them is not kept: every
+	// one is in anyKind or in a list of byBinding, and a copy of it per
+	// change would cost what the change does not.
+	n int
 	// byBinding holds, for every binding some applyTo names, the mutators
 	// that bind to it merged with the kind-independent ones, in run order.
 	byBinding map[Binding][]*Mutator
@@ -49,66 +52,52 @@ type System struct {
 
 // NewSystem orders the mutators (by kind, then name) and indexes them by
 // binding. Duplicate mutators and schema conflicts are errors that name
-// every mutator involved; each is a *ConflictError.
+// every mutator involved, each a *ConflictError; FindConflicts returns the
+// same as values.
 func NewSystem(ms []*Mutator) (*System, error) {
-	sorted := slices.Clone(ms)
-	slices.SortStableFunc(sorted, runOrder)
-	var errs []error
-	for i := 1; i < len(sorted); i++ {
-		if sorted[i].id == sorted[i-1].id {
-			errs = append(errs, &ConflictError{
-				Mutators: [2]ID{sorted[i-1].id, sorted[i].id},
-				msg:      fmt.Sprintf("%s %q: metadata.name: Duplicate value: %q", sorted[i].id.Kind, sorted[i].id.Name, sorted[i].id.Name),
-			})
+	if conflicts := FindConflicts(ms); len(conflicts) > 0 {
+		errs := make([]error, len(conflicts))
+		for i, c := range conflicts {
+			errs[i] = &ConflictError{Conflict: c}
 		}
-	}
-	errs = append(errs, checkSchemas(sorted)...)
-	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	s := &System{mutators: sorted, byBinding: map[Binding][]*Mutator{}}
-	for _, m := range sorted {
-		if m.matcher.NeedsNamespaceLabels() {
-			s.needsNamespaces = true
-		}
-		if m.bindings == nil {
-			s.anyKind = append(s.anyKind, m)
-			continue
-		}
-		for _, b := range m.bindings {
-			s.byBinding[b] = append(s.byBinding[b], m)
-		}
+	b := NewBuilder()
+	for _, m := range ms {
+		b.Add(m)
 	}
-	for b, list := range s.byBinding {
-		merged := append(slices.Clone(list), s.anyKind...)
-		slices.SortStableFunc(merged, runOrder)
-		s.byBinding[b] = merged
-	}
-	return s, nil
+	return b.System(), nil
 }
 
 // ConflictError is one of NewSystem's errors: two mutators that cannot run
-// together, because they share a name or disagree on a schema.
+// together.
 type ConflictError struct {
-	Mutators [2]ID
-	msg      string
+	Conflict
 }
 
-func (e *ConflictError) Error() string { return e.msg }
+func (e *ConflictError) Error() string { return e.Reason }
 
-// Conflicts returns the ConflictErrors an error of NewSystem holds.
-func Conflicts(err error) []*ConflictError {
-	errs := []error{err}
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = joined.Unwrap()
-	}
-	var out []*ConflictError
-	for _, e := range errs {
-		var c *ConflictError
-		if errors.As(e, &c) {
-			out = append(out, c)
+// ConflictsWith returns the schema conflicts m would have with the
+// mutators of s (one of m's kind and name aside, which m would replace),
+// sorted by reason. It compares m only with the mutators that share one of
+// its bindings.
+func (s *System) ConflictsWith(m *Mutator) []Conflict {
+	var (
+		out  []Conflict
+		seen = map[*Mutator]bool{}
+	)
+	for _, b := range m.bindings {
+		for _, o := range s.byBinding[b] {
+			if o.id == m.id || seen[o] {
+				continue
+			}
+			seen[o] = true
+			if c, ok := conflictBetween(m, o); ok {
+				out = append(out, c)
+			}
 		}
 	}
+	sortConflicts(out)
 	return out
 }
 
@@ -123,10 +112,23 @@ func runOrder(a, b *Mutator) int {
 }
 
 // Len is the number of mutators.
-func (s *System) Len() int { return len(s.mutators) }
+func (s *System) Len() int { return s.n }
 
 // Mutators returns the mutators in run order.
-func (s *System) Mutators() []*Mutator { return slices.Clone(s.mutators) }
+func (s *System) Mutators() []*Mutator {
+	out := slices.Clone(s.anyKind)
+	seen := make(map[*Mutator]bool, s.n)
+	for _, list := range s.byBinding {
+		for _, m := range list {
+			if m.bindings != nil && !seen[m] {
+				seen[m] = true
+				out = append(out, m)
+			}
+		}
+	}
+	slices.SortFunc(out, runOrder)
+	return out
+}
 
 // NeedsNamespaceLabels reports whether some mutator has a namespaceSelector.
 func (s *System) NeedsNamespaceLabels() bool { return s.needsNamespaces }

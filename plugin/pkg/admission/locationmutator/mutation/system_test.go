@@ -18,8 +18,8 @@ package mutation
 
 import (
 	"errors"
-	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -331,23 +331,33 @@ func TestDescribe(t *testing.T) {
 	}
 }
 
-func TestConflicts(t *testing.T) {
-	a, b := ID{Kind: "Assign", Name: "a"}, ID{Kind: "Assign", Name: "b"}
-	one := &ConflictError{Mutators: [2]ID{a, b}, msg: "a and b"}
+// FindConflicts reports the same pairs NewSystem refuses, as values, each
+// pair once with the mutator that runs first first.
+func TestFindConflicts(t *testing.T) {
+	a, b, c := ID{Kind: "Assign", Name: "a"}, ID{Kind: "Assign", Name: "b"}, ID{Kind: "Assign", Name: "c"}
 	cases := []struct {
 		name string
-		err  error
-		want int
+		ms   []*Mutator
+		want [][2]ID
 	}{
-		{"nil", nil, 0},
-		{"one alone", one, 1},
-		{"joined with others", errors.Join(one, errors.New("other"), &ConflictError{Mutators: [2]ID{b, a}}), 2},
-		{"wrapped", fmt.Errorf("config: %w", one), 1},
+		{"none", []*Mutator{assign(t, "a", "spec.x", "1"), assign(t, "b", "spec.y", "1")}, nil},
+		{"duplicate", []*Mutator{assign(t, "a", "spec.x", "1"), assign(t, "a", "spec.y", "1")}, [][2]ID{{a, a}}},
+		{"schema, added in reverse", []*Mutator{assign(t, "b", "spec.c[name: x].v", "1"), assign(t, "a", "spec.c.v", "1")}, [][2]ID{{a, b}}},
+		{"three-way", []*Mutator{assign(t, "a", "spec.c.image", "x"), assign(t, "b", "spec.c[name: foo].image", "x"), assign(t, "c", "spec.c[image: foo].x", "x")},
+			[][2]ID{{a, b}, {a, c}, {b, c}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Conflicts(tc.err); len(got) != tc.want {
-				t.Fatalf("%d conflicts, want %d", len(got), tc.want)
+			var got [][2]ID
+			for _, c := range FindConflicts(tc.ms) {
+				got = append(got, c.Mutators)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("conflicts %v, want %v", got, tc.want)
+			}
+			_, err := NewSystem(tc.ms)
+			if (err != nil) != (len(tc.want) > 0) {
+				t.Fatalf("NewSystem error %v, want one exactly when there are conflicts", err)
 			}
 		})
 	}

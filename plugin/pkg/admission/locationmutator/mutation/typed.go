@@ -138,7 +138,8 @@ func checkNewElementObjects(candidates []*Mutator, plans []*typedPlan) error {
 	}
 	for j, q := range plans {
 		m := candidates[j]
-		if q.write == writeComposite {
+		// A map entry's value (a Quantity) is never one of those {}.
+		if q.write == writeComposite && q.steps[len(q.steps)-1].kind != stepMapEntry {
 			return unsupported("%s compares a whole value where new list elements are made", m.id)
 		}
 		for d, step := range q.steps {

@@ -149,8 +149,12 @@ func (m *Mutator) planSteps(p *typedPlan, root reflect.Type) error {
 				}
 				step.throughPointer = true
 				next = next.Elem()
-			case next.Kind() == reflect.Map && next.Key() == reflect.TypeFor[string]() && next.Elem().Kind() == reflect.String &&
-				!hasOwnForm(next) && plainScalar(next.Elem()):
+			case next.Kind() == reflect.Map && next.Key().Kind() == reflect.String && plainScalar(next.Key()) && !hasOwnForm(next) &&
+				(next.Elem().Kind() == reflect.String && plainScalar(next.Elem()) ||
+					// A map of values with a form of their own (a
+					// ResourceList of Quantities) holds only whole values:
+					// the next node must be the entry itself.
+					hasOwnForm(next.Elem()) && i+2 == len(m.nodes)):
 				if !f.omitEmpty {
 					// A non-nil empty map would read as {} and a nil one
 					// as missing, as the map walker sees them; but keep
@@ -230,6 +234,8 @@ func (m *Mutator) planWrite(p *typedPlan, ft reflect.Type, omitEmpty, mapEntry b
 		}
 		p.value = v
 		switch {
+		case mapEntry && hasOwnForm(ft):
+			p.write = writeComposite
 		case mapEntry || plainScalar(ft):
 			p.write = writeScalar
 		case ft.Kind() == reflect.Pointer && plainScalar(ft.Elem()):

@@ -212,15 +212,7 @@ func typedMutator(s *bytesSource, i int, deploy bool, prev *[2]any) *Mutator {
 		leaf, _ = prev[1].(reflect.Type)
 	}
 	prev[0], prev[1] = loc, leaf
-	var tests []mutationsv1.PathTest
-	if p, err := path.Parse(loc); err == nil && s.next(3) == 0 {
-		d := s.next(len(p.Nodes))
-		cond := mutationsv1.MustExist
-		if s.next(2) == 0 {
-			cond = mutationsv1.MustNotExist
-		}
-		tests = append(tests, mutationsv1.PathTest{SubPath: path.Path{Nodes: p.Nodes[:d+1]}.String(), Condition: cond})
-	}
+	tests := fuzzPathTests(s, loc)
 	var m *Mutator
 	switch s.next(6) {
 	case 0, 1:
@@ -540,6 +532,9 @@ func TestTypedSupported(t *testing.T) {
 		{"must exist stops creation", podMutator(mutationsv1.KindAssign, "a", "spec.containers[name: side].image", "{pathTests: [{subPath: 'spec.containers[name: side]', condition: MustExist}], assign: {value: x}}")},
 		{"fromMetadata", podMutator(mutationsv1.KindAssign, "a", "spec.containers[name: app].env[name: NS].value", "{assign: {fromMetadata: {field: namespace}}}")},
 		{"map entry", podMutator(mutationsv1.KindAssign, "a", "spec.nodeSelector.zone", "{assign: {value: a}}")},
+		{"quantity", podMutator(mutationsv1.KindAssign, "a", "spec.containers[name:*].resources.limits.memory", "{assign: {value: 1Gi}}")},
+		{"quantity on one container", podMutator(mutationsv1.KindAssign, "a", "spec.containers[name: app].resources.limits.cpu", "{assign: {value: 500m}}")},
+		{"quantity if unset", podMutator(mutationsv1.KindAssign, "a", "spec.containers[name:*].resources.requests.cpu", "{pathTests: [{subPath: 'spec.containers[name:*].resources.requests.cpu', condition: MustNotExist}], assign: {value: 100m}}")},
 		{"prune", podMutator(mutationsv1.KindModifySet, "a", "spec.containers[name:*].args", "{operation: prune, values: {fromList: [--v=2]}}")},
 		{"merge", podMutator(mutationsv1.KindModifySet, "a", "spec.containers[name:*].args", "{values: {fromList: [-x, -x, --v=2]}}")},
 		{"image", podMutator(mutationsv1.KindAssignImage, "a", "spec.containers[name:*].image", "{assignDomain: mirror.example.com}")},
@@ -584,6 +579,7 @@ func TestTypedFallsBack(t *testing.T) {
 		{"new port reads with containerPort: 0", []*Mutator{mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "spec.containers[name: app].ports[name: http].protocol", "{assign: {value: TCP}}"))}, "would also read with containerPort: 0"},
 		{"new container's resources: {} looked at", []*Mutator{mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "spec.containers[name: side].image", "{assign: {value: x}}")),
 			mustDecode(t, podMutator(mutationsv1.KindAssign, "b", "spec.containers[name:*].resources.claims[name: c].request", "{pathTests: [{subPath: 'spec.containers[name:*].resources', condition: MustExist}], assign: {value: x}}"))}, "looks at spec.containers[name: *].resources"},
+		{"not a quantity", []*Mutator{mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "spec.containers[name:*].resources.limits.memory", "{assign: {value: lots}}"))}, "does not decode"},
 		{"quantity on the way", []*Mutator{mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "spec.overhead.cpu.x", "{assign: {value: x}}"))}, "not an object"},
 		{"inline TypeMeta", []*Mutator{mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "kind", "{assign: {value: x}}"))}, "inlines"},
 		{"ModifySet on structured elements", []*Mutator{mustDecode(t, podMutator(mutationsv1.KindModifySet, "a", "spec.containers[name:*].env", "{values: {fromList: [{name: B}]}}"))}, "ModifySet on a []v1.EnvVar"},

@@ -63,11 +63,14 @@ func (m *Mutator) walkTyped(p *typedPlan, cur reflect.Value, i int, md Metadata)
 		return changed, err
 
 	case stepMapEntry:
-		key := reflect.ValueOf(step.mapKey)
+		key := reflect.ValueOf(step.mapKey).Convert(cur.Type().Key())
 		entry := cur.MapIndex(key)
 		exists := entry.IsValid()
 		if !m.allowed(i, exists) {
 			return false, nil
+		}
+		if p.write == writeComposite {
+			return m.setMapEntry(cur, key, entry, exists)
 		}
 		var want string
 		if p.write == writeFromMetadata {
@@ -137,6 +140,28 @@ func (m *Mutator) walkTyped(p *typedPlan, cur reflect.Value, i int, md Metadata)
 		return changed, nil
 	}
 	return false, nil
+}
+
+// setMapEntry writes the assigned value into an entry of a map whose
+// values have a form of their own (a Quantity in a ResourceList): compared
+// in that form, decoded anew for each write so that no two objects share
+// it.
+func (m *Mutator) setMapEntry(mp, key, entry reflect.Value, exists bool) (bool, error) {
+	if exists {
+		u, written, err := toUnstructuredValue(entry, false)
+		if err == nil && written && jsonEqual(u, m.value) {
+			return false, nil
+		}
+	}
+	fresh, err := fromUnstructuredValue(m.value, mp.Type().Elem())
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", m.id, err)
+	}
+	if mp.IsNil() {
+		mp.Set(reflect.MakeMap(mp.Type()))
+	}
+	mp.SetMapIndex(key, fresh)
+	return true, nil
 }
 
 // keyMatches is keyedElement's test on a typed key field: its unstructured

@@ -270,9 +270,8 @@ func newValueSet(values []any) *valueSet {
 
 // linearMembersMax is the most values searched one by one, with jsonEqual,
 // rather than through their keys: encoding each element of a short list
-// would cost more than it saves. A variable so that tests can run every
-// set through its keys.
-var linearMembersMax = 8
+// would cost more than it saves.
+const linearMembersMax = 8
 
 // memberOf returns the member number of the value e is jsonEqual to, or -1.
 // buf is scratch space, returned for reuse.

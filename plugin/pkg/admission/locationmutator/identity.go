@@ -1,0 +1,45 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package locationmutator
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/binary"
+	"os"
+	"strings"
+
+	"k8s.io/klog/v2"
+)
+
+// hostnameIdentity is the identity kube-apiserver gives itself (the name of
+// its identity lease) when the build hands the plugin none: a hash of the
+// host name and "kube-apiserver". Two servers on one host share it, so
+// such a setup must pass each its own (initializer.NewServerIdentity).
+func hostnameIdentity() string {
+	host, err := os.Hostname()
+	if err != nil {
+		klog.ErrorS(err, "LocationMutator cannot read the host name for its status entries")
+	}
+	h := sha256.New()
+	for _, part := range []string{host, "kube-apiserver"} {
+		h.Write(binary.BigEndian.AppendUint16(nil, uint16(len(part))))
+		h.Write([]byte(part))
+	}
+	sum := h.Sum(nil)
+	return "apiserver-" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:16]))
+}
