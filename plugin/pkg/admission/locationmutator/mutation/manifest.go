@@ -23,10 +23,10 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/strictjson"
 )
 
 // manifestKind is what Decode knows of a kind: the apiVersions Gatekeeper
@@ -47,7 +47,7 @@ var manifestKinds = map[string]manifestKind{
 func decodeAs[T any](build func(*T) (*Mutator, field.ErrorList)) func([]byte) (*Mutator, field.ErrorList, error) {
 	return func(data []byte) (*Mutator, field.ErrorList, error) {
 		var obj T
-		if err := strictUnmarshal(data, &obj); err != nil {
+		if err := strictjson.Unmarshal(data, &obj); err != nil {
 			return nil, nil, err
 		}
 		m, errs := build(&obj)
@@ -134,7 +134,7 @@ func withoutStatus(data []byte) ([]byte, error) {
 		manifestFields
 		Status json.RawMessage `json:"status"`
 	}
-	if err := strictUnmarshal(data, &obj); err != nil {
+	if err := strictjson.Unmarshal(data, &obj); err != nil {
 		return nil, err
 	}
 	return json.Marshal(obj.manifestFields)
@@ -146,21 +146,4 @@ type manifestFields struct {
 	Kind       json.RawMessage `json:"kind,omitempty"`
 	Metadata   json.RawMessage `json:"metadata,omitempty"`
 	Spec       json.RawMessage `json:"spec,omitempty"`
-}
-
-// strictUnmarshal refuses unknown and duplicate fields and names them by
-// their full path (`unknown field "spec.paramters"`).
-func strictUnmarshal(data []byte, v any) error {
-	strict, err := kjson.UnmarshalStrict(data, v, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
-	if err != nil {
-		return err
-	}
-	if len(strict) > 0 {
-		msgs := make([]string, len(strict))
-		for i, e := range strict {
-			msgs[i] = e.Error()
-		}
-		return fmt.Errorf("%s", strings.Join(msgs, "; "))
-	}
-	return nil
 }
