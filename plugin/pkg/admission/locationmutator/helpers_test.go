@@ -26,6 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internaltest"
 )
 
 var (
@@ -77,11 +79,7 @@ func newTestPlugin(t testing.TB, cfg string) *Plugin {
 
 func testScheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
-	s := runtime.NewScheme()
-	if err := corev1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return internaltest.Scheme(t, corev1.AddToScheme)
 }
 
 func attrs(obj runtime.Object, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource, ns, name string, op admission.Operation, sub string) admission.Attributes {
