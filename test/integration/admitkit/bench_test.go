@@ -155,7 +155,7 @@ func TestCreateLatency(t *testing.T) {
 				Args:            []string{framework.ServeSettings, "--enable-admission-plugins=PodPreset,NodeRestriction,LocationMutator"},
 			},
 			setUp: func(t *testing.T, srv *framework.Server, ns string) {
-				setUpLoadPresets(t, ns, settingsClientFor(t, srv.AdminConfig()))
+				setUpLoadPresets(t, ns, framework.SettingsClient(t, srv.AdminConfig()))
 			},
 			check: func(pod *corev1.Pod) bool { return len(presetAnnotations(pod)) == 5 && allAlwaysPull(pod) },
 		},
@@ -163,7 +163,7 @@ func TestCreateLatency(t *testing.T) {
 			name: "PodPreset: 5 presets",
 			cfg:  framework.Config{Args: []string{framework.ServeSettings, "--enable-admission-plugins=PodPreset"}},
 			setUp: func(t *testing.T, srv *framework.Server, ns string) {
-				setUpLoadPresets(t, ns, settingsClientFor(t, srv.AdminConfig()))
+				setUpLoadPresets(t, ns, framework.SettingsClient(t, srv.AdminConfig()))
 			},
 			check: func(pod *corev1.Pod) bool { return len(presetAnnotations(pod)) == 5 },
 		},
@@ -233,14 +233,14 @@ func TestCreateLatency(t *testing.T) {
 		i := 0
 		err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			i++
-			pod, err := s.client.CoreV1().Pods(ns).Create(ctx, loadPod(fmt.Sprintf("warm-%d", i)), metav1.CreateOptions{})
+			pod, err := s.client.CoreV1().Pods(ns).Create(ctx, framework.Pod(fmt.Sprintf("warm-%d", i), map[string]string{"app": "load"}, "app", "sidecar"), metav1.CreateOptions{})
 			return err == nil && s.check(pod), err
 		})
 		if err != nil {
 			t.Fatalf("%s: the scenario's mutations never applied: %v", s.name, err)
 		}
 		for j := range 100 {
-			if _, err := s.client.CoreV1().Pods(ns).Create(ctx, loadPod(fmt.Sprintf("warmup-%d", j)), metav1.CreateOptions{}); err != nil {
+			if _, err := s.client.CoreV1().Pods(ns).Create(ctx, framework.Pod(fmt.Sprintf("warmup-%d", j), map[string]string{"app": "load"}, "app", "sidecar"), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -257,7 +257,7 @@ func TestCreateLatency(t *testing.T) {
 			for j := range perScenario / rounds {
 				name := fmt.Sprintf("bench-%d-%d", round, j)
 				start := time.Now()
-				pod, err := s.client.CoreV1().Pods(ns).Create(ctx, loadPod(name), metav1.CreateOptions{})
+				pod, err := s.client.CoreV1().Pods(ns).Create(ctx, framework.Pod(name, map[string]string{"app": "load"}, "app", "sidecar"), metav1.CreateOptions{})
 				elapsed := time.Since(start)
 				if err != nil {
 					t.Fatalf("%s: %v", s.name, err)
@@ -291,7 +291,7 @@ func TestCreateLatency(t *testing.T) {
 		before[i] = admissionTotals(t, scenarios[1].client, step)
 	}
 	for j := range perScenario {
-		if _, err := scenarios[1].client.CoreV1().Pods(ns).Create(ctx, loadPod(fmt.Sprintf("alone-%d", j)), metav1.CreateOptions{}); err != nil {
+		if _, err := scenarios[1].client.CoreV1().Pods(ns).Create(ctx, framework.Pod(fmt.Sprintf("alone-%d", j), map[string]string{"app": "load"}, "app", "sidecar"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -30,11 +30,8 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
-	settingsclient "github.com/admitkit/admitkit/generated/clientset/versioned"
 	"github.com/admitkit/admitkit/test/apiserver"
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
@@ -210,29 +207,6 @@ func requirePlugin(t *testing.T, name string) {
 	if !slices.Contains(registered, name) {
 		t.Fatalf("this build registers no %s admission plugin (plugin.RegisterAllAdmissionPlugins has %v)", name, registered)
 	}
-}
-
-func kubeClient(t *testing.T) kubernetes.Interface {
-	t.Helper()
-	c, err := kubernetes.NewForConfig(server.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func settingsClient(t *testing.T) settingsclient.Interface {
-	t.Helper()
-	return settingsClientFor(t, server.AdminConfig())
-}
-
-func settingsClientFor(t *testing.T, cfg *rest.Config) settingsclient.Interface {
-	t.Helper()
-	c, err := settingsclient.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 // adminKubeconfig writes (once per test) the admin's kubeconfig.

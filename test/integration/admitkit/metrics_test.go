@@ -116,7 +116,7 @@ func TestMetrics(t *testing.T) {
 		t.Skip("starts another server")
 	}
 	ctx := context.Background()
-	beforeStart := scrapeAdmitkit(t, kubeClient(t))
+	beforeStart := scrapeAdmitkit(t, framework.KubeClient(t, server.AdminConfig()))
 	srv, err := framework.Start(framework.Config{
 		AdmissionConfig: metricsAdmissionConfig,
 		Args:            []string{framework.ServeSettings, "--enable-admission-plugins=PodPreset,LocationMutator,NodeRestriction"},
@@ -214,11 +214,11 @@ func TestMetrics(t *testing.T) {
 	// counts none of them, only the node's: it registers its Node, then
 	// tries to taint it.
 	before := scrapeAdmitkit(t, client)
-	conflicting := simplePod("conflicting", web, "app")
+	conflicting := framework.Pod("conflicting", web, "app")
 	conflicting.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DB_HOST", Value: "elsewhere"}}
-	excluded := simplePod("excluded", web, "app")
+	excluded := framework.Pod("excluded", web, "app")
 	excluded.Annotations = map[string]string{presetAnnotationPrefix + "exclude": "true"}
-	for _, pod := range []*corev1.Pod{simplePod("web", web, "app"), conflicting, excluded} {
+	for _, pod := range []*corev1.Pod{framework.Pod("web", web, "app"), conflicting, excluded} {
 		if _, err := client.CoreV1().Pods("metrics").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -104,7 +104,7 @@ func TestSettingsTurnedOff(t *testing.T) {
 			t.Errorf("discovery lists settings.k8s.io: %v", g.Versions)
 		}
 	}
-	_, err = settingsClientFor(t, srv.AdminConfig()).SettingsV1alpha1().PodPresets("default").List(t.Context(), metav1.ListOptions{})
+	_, err = framework.SettingsClient(t, srv.AdminConfig()).SettingsV1alpha1().PodPresets("default").List(t.Context(), metav1.ListOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("listing podpresets: got %v, want NotFound", err)
 	}

@@ -35,13 +35,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
-	settingsclient "github.com/admitkit/admitkit/generated/clientset/versioned"
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
@@ -128,40 +125,6 @@ plugins:
     watchMutators: true
 `
 
-func kubeClient(t testing.TB, cfg *rest.Config) kubernetes.Interface {
-	t.Helper()
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func settingsClient(t testing.TB, s *framework.Server) settingsclient.Interface {
-	t.Helper()
-	c, err := settingsclient.NewForConfig(s.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// createNamespace creates ns with its default ServiceAccount (which the
-// ServiceAccount plugin requires and no controller makes here).
-func createNamespace(t testing.TB, ns string, labels map[string]string) {
-	t.Helper()
-	ctx := context.Background()
-	client := kubeClient(t, serverA.AdminConfig())
-	_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating namespace %s: %v", ns, err)
-	}
-	_, err = client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating service account %s/default: %v", ns, err)
-	}
-}
-
 const presetAnnotationPrefix = "podpreset.admission.kubernetes.io/"
 
 // presetsOn returns the presets the PodPreset plugin applied to pod, by
@@ -174,13 +137,6 @@ func presetsOn(pod *corev1.Pod) map[string]bool {
 		}
 	}
 	return got
-}
-
-func loadPod(name string, labels map[string]string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:1"}}},
-	}
 }
 
 // probe creates pod in ns on client with dry-run: it runs through
