@@ -236,21 +236,10 @@ func TestLocationMutatorBadConfig(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			start := time.Now()
-			srv, err := framework.Start(framework.Config{
+			framework.MustFailToStart(t, framework.Config{
 				AdmissionConfig: locationMutatorConfig(tc.mutators),
 				Args:            []string{"--enable-admission-plugins=LocationMutator"},
-			})
-			if err == nil {
-				srv.Cleanup()
-				t.Fatal("the server started")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("start-up error does not name %q:\n%v", w, err)
-				}
-			}
-			t.Logf("failed in %s: %v", time.Since(start).Round(time.Millisecond), err)
+			}, tc.want...)
 		})
 	}
 }

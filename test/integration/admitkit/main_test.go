@@ -30,7 +30,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/klog/v2"
 
 	"github.com/admitkit/admitkit/test/apiserver"
 	"github.com/admitkit/admitkit/test/integration/framework"
@@ -50,20 +49,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	// The server logs a lot; keep it in a file and show where on failure.
-	logFile, err := os.CreateTemp("", "admitkit-apiserver-*.log")
+	logFile, err := framework.LogToFile("admitkit-apiserver-*.log")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer logFile.Close()
-	// Without a lowered threshold klog would still copy errors to stderr.
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	_ = klogFlags.Set("logtostderr", "false")
-	_ = klogFlags.Set("alsologtostderr", "false")
-	_ = klogFlags.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(logFile)
 
 	registered = apiserver.AdmitkitPlugins()
 	cfg := serverConfig()
@@ -93,11 +83,7 @@ func run(m *testing.M) int {
 	if err := srv.Cleanup(); err != nil {
 		fmt.Fprintf(os.Stderr, "stopping kube-apiserver: %v\n", err)
 	}
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "server log: %s\n", logFile.Name())
-	} else {
-		os.Remove(logFile.Name())
-	}
+	logFile.Finish(code)
 	return code
 }
 

@@ -37,7 +37,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
@@ -57,18 +56,11 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	// The servers log a lot; keep it in a file and show where on failure.
-	logFile, err := os.CreateTemp("", "admitkit-ha-*.log")
+	logFile, err := framework.LogToFile("admitkit-ha-*.log")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer logFile.Close()
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	_ = klogFlags.Set("logtostderr", "false")
-	_ = klogFlags.Set("alsologtostderr", "false")
-	_ = klogFlags.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(logFile)
 
 	c, err := framework.StartCluster(framework.ClusterConfig{Server: serverConfig()})
 	if err != nil {
@@ -81,11 +73,7 @@ func run(m *testing.M) int {
 	if err := cluster.Cleanup(); err != nil {
 		fmt.Fprintf(os.Stderr, "stopping the cluster: %v\n", err)
 	}
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "server log: %s\n", logFile.Name())
-	} else {
-		os.Remove(logFile.Name())
-	}
+	logFile.Finish(code)
 	return code
 }
 
