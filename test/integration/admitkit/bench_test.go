@@ -270,14 +270,14 @@ func TestCreateLatency(t *testing.T) {
 		}
 	}
 
-	base := percentile(scenarios[0].latencies, 50)
+	base := framework.Percentile(scenarios[0].latencies, 50)
 	var table strings.Builder
 	fmt.Fprintf(&table, "\npod create latency, %d sequential creates per scenario in %d interleaved rounds (2 containers per pod)\n", perScenario, rounds)
 	fmt.Fprintf(&table, "| %-42s | %8s | %8s | %8s | %s |\n", "scenario", "p50", "p90", "p99", "p50 vs off")
 	fmt.Fprintf(&table, "|%s|%s|%s|%s|%s|\n", strings.Repeat("-", 44), strings.Repeat("-", 10), strings.Repeat("-", 10), strings.Repeat("-", 10), strings.Repeat("-", 12))
 	for _, s := range scenarios {
-		p50 := percentile(s.latencies, 50)
-		fmt.Fprintf(&table, "| %-42s | %8s | %8s | %8s | %+9.1f%% |\n", s.name, round(p50), round(percentile(s.latencies, 90)), round(percentile(s.latencies, 99)),
+		p50 := framework.Percentile(s.latencies, 50)
+		fmt.Fprintf(&table, "| %-42s | %8s | %8s | %8s | %+9.1f%% |\n", s.name, round(p50), round(framework.Percentile(s.latencies, 90)), round(framework.Percentile(s.latencies, 99)),
 			100*(float64(p50)/float64(base)-1))
 	}
 	// End-to-end latency also moves with the size of what is stored, which
@@ -349,12 +349,6 @@ func admissionTotals(t *testing.T, client kubernetes.Interface, step admissionSt
 		t.Fatalf("no %s %s calls in the metrics", step.plugin, step.phase)
 	}
 	return total
-}
-
-func percentile(d []time.Duration, p int) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[(len(s)-1)*p/100]
 }
 
 func round(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }

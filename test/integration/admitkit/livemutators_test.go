@@ -223,7 +223,7 @@ func TestLiveMutatorPropagation(t *testing.T) {
 	}
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
 	t.Logf("from a mutator's create to the first pod that shows it, over %d tries: p50 %v, p99 %v, max %v",
-		len(took), took[len(took)/2], took[len(took)*99/100], took[len(took)-1])
+		len(took), framework.Percentile(took, 50), framework.Percentile(took, 99), took[len(took)-1])
 }
 
 // TestLiveMutatorSnapshots creates 1,000 pods from 16 clients while eight

@@ -30,7 +30,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/admitkit/admitkit/test/apiserver"
 	"github.com/admitkit/admitkit/test/integration/framework"
 )

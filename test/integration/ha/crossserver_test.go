@@ -19,7 +19,6 @@ package ha
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -339,11 +338,5 @@ func TestPropagationWindow(t *testing.T) {
 		total += w
 	}
 	t.Logf("propagation window, PodPreset update answered by A until a pod sent to B gets it, %d tries: p50 %v, p99 %v, max %v, mean %v; B already had it when A answered in %d tries",
-		len(windows), quantile(windows, 0.50), quantile(windows, 0.99), windows[len(windows)-1], total/time.Duration(len(windows)), already)
-}
-
-// quantile is the q-quantile of sorted (nearest rank).
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
+		len(windows), framework.Percentile(windows, 50), framework.Percentile(windows, 99), windows[len(windows)-1], total/time.Duration(len(windows)), already)
 }

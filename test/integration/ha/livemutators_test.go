@@ -117,5 +117,5 @@ func TestLiveMutatorPropagationWindow(t *testing.T) {
 	}
 	sort.Slice(windows, func(i, j int) bool { return windows[i] < windows[j] })
 	t.Logf("propagation window, mutator create answered by A until a pod sent to B gets it, %d tries: p50 %v, p99 %v, max %v; B already had it when A answered in %d tries",
-		len(windows), quantile(windows, 0.50), quantile(windows, 0.99), windows[len(windows)-1], already)
+		len(windows), framework.Percentile(windows, 50), framework.Percentile(windows, 99), windows[len(windows)-1], already)
 }
