@@ -53,15 +53,8 @@ type benchScenario struct {
 }
 
 func locationMutatorConfig(mutators string) string {
-	return `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: LocationMutator
-  configuration:
-    apiVersion: locationmutator.admission.admitkit.io/v1alpha1
-    kind: Configuration
-    mutators:
-` + mutators
+	return framework.AdmissionConfiguration(framework.LocationMutatorConfiguration(`    mutators:
+` + mutators))
 }
 
 // alwaysPullPolicy is a MutatingAdmissionPolicy doing what the Assign

@@ -389,12 +389,5 @@ func TestLiveMutatorRestart(t *testing.T) {
 
 // liveOnlyAdmissionConfig turns on the mutators from the API and nothing
 // else.
-const liveOnlyAdmissionConfig = `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: LocationMutator
-  configuration:
-    apiVersion: locationmutator.admission.admitkit.io/v1alpha1
-    kind: Configuration
-    watchMutators: true
-`
+var liveOnlyAdmissionConfig = framework.AdmissionConfiguration(framework.LocationMutatorConfiguration(`    watchMutators: true
+`))

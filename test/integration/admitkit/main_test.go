@@ -101,25 +101,14 @@ func serverConfig() framework.Config {
 	}
 }
 
-const admissionConfig = `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: NodeRestriction
-  configuration:
-    apiVersion: noderestriction.admission.admitkit.io/v1alpha1
-    kind: Configuration
-    allowedLabels: ["node-role.kubernetes.io/worker"]
+var admissionConfig = framework.AdmissionConfiguration(framework.NodeRestrictionConfiguration(`    allowedLabels: ["node-role.kubernetes.io/worker"]
     allowedLabelPrefixes: ["partner.kubernetes.io"]
     allowedTaintKeys: ["example.com/maintenance"]
     nodeScopedServiceAccounts:
     - namespace: nr-daemon
       name: agent
       allowedLabelPrefixes: ["feature.node.kubernetes.io"]
-- name: LocationMutator
-  configuration:
-    apiVersion: locationmutator.admission.admitkit.io/v1alpha1
-    kind: Configuration
-    mutators:
+`), framework.LocationMutatorConfiguration(`    mutators:
     - apiVersion: mutations.gatekeeper.sh/v1
       kind: Assign
       metadata: {name: lm-always-pull}
@@ -163,9 +152,9 @@ plugins:
         location: 'spec.containers[name: proxy].ports[containerPort: "9090"].protocol'
         parameters:
           assign: {value: TCP}
-` + loadMutators + `    mutatorFiles: ["$DATA_DIR/mutators.yaml"]
+`+loadMutators+`    mutatorFiles: ["$DATA_DIR/mutators.yaml"]
     watchMutators: true
-`
+`))
 
 // mutatorFile holds a Gatekeeper manifest as Gatekeeper users write it.
 const mutatorFile = `apiVersion: mutations.gatekeeper.sh/v1

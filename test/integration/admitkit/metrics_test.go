@@ -77,14 +77,7 @@ func scrapeAdmitkit(t *testing.T, client kubernetes.Interface) map[string]float6
 	return out
 }
 
-const metricsAdmissionConfig = `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: LocationMutator
-  configuration:
-    apiVersion: locationmutator.admission.admitkit.io/v1alpha1
-    kind: Configuration
-    mutators:
+var metricsAdmissionConfig = framework.AdmissionConfiguration(framework.LocationMutatorConfiguration(`    mutators:
     - apiVersion: mutations.gatekeeper.sh/v1
       kind: Assign
       metadata: {name: always-pull}
@@ -101,7 +94,7 @@ plugins:
         match: {namespaces: [metrics]}
         location: "spec.initContainers[name:*].imagePullPolicy"
         parameters: {assign: {value: Always}}
-`
+`))
 
 // TestMetrics reads every admitkit metric from a server's /metrics after
 // requests that move it. It starts a server of its own: the metrics live in

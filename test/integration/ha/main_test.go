@@ -91,14 +91,7 @@ func serverConfig() framework.Config {
 	}
 }
 
-const admissionConfig = `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: LocationMutator
-  configuration:
-    apiVersion: locationmutator.admission.admitkit.io/v1alpha1
-    kind: Configuration
-    mutators:
+var admissionConfig = framework.AdmissionConfiguration(framework.LocationMutatorConfiguration(`    mutators:
     - apiVersion: mutations.gatekeeper.sh/v1
       kind: Assign
       metadata: {name: ha-always-pull}
@@ -111,7 +104,7 @@ plugins:
         parameters:
           assign: {value: Always}
     watchMutators: true
-`
+`))
 
 const presetAnnotationPrefix = "podpreset.admission.kubernetes.io/"
 
