@@ -29,13 +29,6 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/versioned"
 )
 
-// Inside kube-apiserver an admission plugin sees internal objects
-// (k8s.io/kubernetes pkg/apis/...), which admitkit cannot import; elsewhere,
-// and in tests, it sees k8s.io/api types. Every rule is written once, on
-// k8s.io/api types: it reads metadata, which both kinds of object share,
-// through meta.Accessor, and converts an object (package versioned) only
-// once identity and resource are decided and only when it needs more.
-
 // unexpectedType is the error a rule returns when the object is not the kind
 // it handles; the text is upstream's, word for word, whatever the reason.
 func unexpectedType(obj runtime.Object) error {
@@ -45,6 +38,13 @@ func unexpectedType(obj runtime.Object) error {
 // asVersioned returns obj as the k8s.io/api type *T of gvk, converting an
 // internal object with the chain's scheme, or the "unexpected type" error
 // upstream's type assertion gives.
+//
+// Inside kube-apiserver an admission plugin sees internal objects
+// (k8s.io/kubernetes pkg/apis/...), which admitkit cannot import; elsewhere,
+// and in tests, it sees k8s.io/api types. Every rule is written once, on
+// k8s.io/api types: it reads metadata, which both kinds of object share,
+// through meta.Accessor, and converts an object (package versioned) only
+// once identity and resource are decided and only when it needs more.
 func asVersioned[T any, PT interface {
 	*T
 	runtime.Object
