@@ -24,16 +24,6 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// The defaulters below give a preset's volumes and env the values
-// kube-apiserver gives the same fields of a pod. The PodPreset plugin skips
-// an item that is already in the pod only when the two are deeply equal, so
-// a preset defaulted differently from the pod would turn an identical volume
-// into a conflict. kube-apiserver's own versions live in k8s.io/kubernetes,
-// which this module must not import; defaulter-gen wires these into
-// SetObjectDefaults_PodPreset and SetObjectDefaults_ClusterPodPreset, along
-// with the +default markers of k8s.io/api itself (iSCSI, RBD, azureDisk,
-// scaleIO, fileKeyRef).
-
 // SetDefaults_Volume makes a volume with no source an emptyDir, and gives an
 // image volume the pull policy a container with that image would get.
 func SetDefaults_Volume(obj *corev1.Volume) {

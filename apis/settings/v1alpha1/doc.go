@@ -23,4 +23,14 @@ limitations under the License.
 
 // Package v1alpha1 is the served version of settings.k8s.io: PodPreset, the
 // API Kubernetes removed in 1.20, and ClusterPodPreset.
+//
+// Its defaulters (defaults.go) give a preset's volumes and env the values
+// kube-apiserver gives the same fields of a pod. The PodPreset plugin skips
+// an item that is already in the pod only when the two are deeply equal, so
+// a preset defaulted differently from the pod would turn an identical volume
+// into a conflict. kube-apiserver's own versions live in k8s.io/kubernetes,
+// which this module must not import; defaulter-gen wires these into
+// SetObjectDefaults_PodPreset and SetObjectDefaults_ClusterPodPreset, along
+// with the +default markers of k8s.io/api itself (iSCSI, RBD, azureDisk,
+// scaleIO, fileKeyRef).
 package v1alpha1

@@ -71,28 +71,33 @@ func threeContainerPod() *corev1.Pod {
 	}
 }
 
-const pullAlways = `apiVersion: mutations.gatekeeper.sh/v1
-kind: Assign
-metadata: {name: always-pull}
-spec:
-  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
-  match: {excludedNamespaces: [kube-system]}
-  location: "spec.containers[name:*].imagePullPolicy"
-  parameters: {assign: {value: Always}}`
+// The fixtures locationmutator's benchmarks run, read from the files they
+// read, so that both sides benchmark the same mutators.
+const (
+	pullAlwaysFile     = "../../../plugin/pkg/admission/locationmutator/testdata/pull-always.yaml"
+	deploymentOnlyFile = "../../../plugin/pkg/admission/locationmutator/testdata/deployment-only-assign.yaml.fmt"
+)
+
+func pullAlways(tb testing.TB) []string { return []string{readFixture(tb, pullAlwaysFile)} }
 
 // deploymentOnly are n Assigns for Deployments: a pod matches none.
-func deploymentOnly(n int) []string {
+func deploymentOnly(tb testing.TB, n int) []string {
+	format := readFixture(tb, deploymentOnlyFile)
 	out := make([]string, n)
 	for i := range out {
-		out[i] = fmt.Sprintf(`apiVersion: mutations.gatekeeper.sh/v1
-kind: Assign
-metadata: {name: deploy-%04d}
-spec:
-  applyTo: [{groups: [apps], versions: [v1], kinds: [Deployment]}]
-  location: spec.template.spec.containers[name:*].env[name:N%d].value
-  parameters: {assign: {value: "x"}}`, i, i)
+		out[i] = fmt.Sprintf(format, i)
 	}
 	return out
+}
+
+// readFixture returns a fixture file without its final newline.
+func readFixture(tb testing.TB, name string) string {
+	tb.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return strings.TrimSuffix(string(data), "\n")
 }
 
 func tenMutators(tb testing.TB) []string {
@@ -112,8 +117,8 @@ type shape struct {
 
 var shapes = []shape{
 	{"ten-matching", tenMutators, true},
-	{"one-assign", func(testing.TB) []string { return []string{pullAlways} }, true},
-	{"non-matching-100", func(testing.TB) []string { return deploymentOnly(100) }, false},
+	{"one-assign", pullAlways, true},
+	{"non-matching-100", func(tb testing.TB) []string { return deploymentOnly(tb, 100) }, false},
 }
 
 // gatekeeperSystem builds Gatekeeper's mutation system from the manifests.

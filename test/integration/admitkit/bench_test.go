@@ -53,15 +53,8 @@ type benchScenario struct {
 }
 
 func locationMutatorConfig(mutators string) string {
-	return `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: LocationMutator
-  configuration:
-    apiVersion: locationmutator.admission.admitkit.io/v1alpha1
-    kind: Configuration
-    mutators:
-` + mutators
+	return framework.AdmissionConfiguration(framework.LocationMutatorConfiguration(`    mutators:
+` + mutators))
 }
 
 // alwaysPullPolicy is a MutatingAdmissionPolicy doing what the Assign
@@ -155,7 +148,7 @@ func TestCreateLatency(t *testing.T) {
 				Args:            []string{framework.ServeSettings, "--enable-admission-plugins=PodPreset,NodeRestriction,LocationMutator"},
 			},
 			setUp: func(t *testing.T, srv *framework.Server, ns string) {
-				setUpLoadPresets(t, ns, settingsClientFor(t, srv.AdminConfig()))
+				setUpLoadPresets(t, ns, framework.SettingsClient(t, srv.AdminConfig()))
 			},
 			check: func(pod *corev1.Pod) bool { return len(presetAnnotations(pod)) == 5 && allAlwaysPull(pod) },
 		},
@@ -163,7 +156,7 @@ func TestCreateLatency(t *testing.T) {
 			name: "PodPreset: 5 presets",
 			cfg:  framework.Config{Args: []string{framework.ServeSettings, "--enable-admission-plugins=PodPreset"}},
 			setUp: func(t *testing.T, srv *framework.Server, ns string) {
-				setUpLoadPresets(t, ns, settingsClientFor(t, srv.AdminConfig()))
+				setUpLoadPresets(t, ns, framework.SettingsClient(t, srv.AdminConfig()))
 			},
 			check: func(pod *corev1.Pod) bool { return len(presetAnnotations(pod)) == 5 },
 		},
@@ -233,14 +226,14 @@ func TestCreateLatency(t *testing.T) {
 		i := 0
 		err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			i++
-			pod, err := s.client.CoreV1().Pods(ns).Create(ctx, loadPod(fmt.Sprintf("warm-%d", i)), metav1.CreateOptions{})
+			pod, err := s.client.CoreV1().Pods(ns).Create(ctx, framework.Pod(fmt.Sprintf("warm-%d", i), map[string]string{"app": "load"}, "app", "sidecar"), metav1.CreateOptions{})
 			return err == nil && s.check(pod), err
 		})
 		if err != nil {
 			t.Fatalf("%s: the scenario's mutations never applied: %v", s.name, err)
 		}
 		for j := range 100 {
-			if _, err := s.client.CoreV1().Pods(ns).Create(ctx, loadPod(fmt.Sprintf("warmup-%d", j)), metav1.CreateOptions{}); err != nil {
+			if _, err := s.client.CoreV1().Pods(ns).Create(ctx, framework.Pod(fmt.Sprintf("warmup-%d", j), map[string]string{"app": "load"}, "app", "sidecar"), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -257,7 +250,7 @@ func TestCreateLatency(t *testing.T) {
 			for j := range perScenario / rounds {
 				name := fmt.Sprintf("bench-%d-%d", round, j)
 				start := time.Now()
-				pod, err := s.client.CoreV1().Pods(ns).Create(ctx, loadPod(name), metav1.CreateOptions{})
+				pod, err := s.client.CoreV1().Pods(ns).Create(ctx, framework.Pod(name, map[string]string{"app": "load"}, "app", "sidecar"), metav1.CreateOptions{})
 				elapsed := time.Since(start)
 				if err != nil {
 					t.Fatalf("%s: %v", s.name, err)
@@ -270,14 +263,14 @@ func TestCreateLatency(t *testing.T) {
 		}
 	}
 
-	base := percentile(scenarios[0].latencies, 50)
+	base := framework.Percentile(scenarios[0].latencies, 50)
 	var table strings.Builder
 	fmt.Fprintf(&table, "\npod create latency, %d sequential creates per scenario in %d interleaved rounds (2 containers per pod)\n", perScenario, rounds)
 	fmt.Fprintf(&table, "| %-42s | %8s | %8s | %8s | %s |\n", "scenario", "p50", "p90", "p99", "p50 vs off")
 	fmt.Fprintf(&table, "|%s|%s|%s|%s|%s|\n", strings.Repeat("-", 44), strings.Repeat("-", 10), strings.Repeat("-", 10), strings.Repeat("-", 10), strings.Repeat("-", 12))
 	for _, s := range scenarios {
-		p50 := percentile(s.latencies, 50)
-		fmt.Fprintf(&table, "| %-42s | %8s | %8s | %8s | %+9.1f%% |\n", s.name, round(p50), round(percentile(s.latencies, 90)), round(percentile(s.latencies, 99)),
+		p50 := framework.Percentile(s.latencies, 50)
+		fmt.Fprintf(&table, "| %-42s | %8s | %8s | %8s | %+9.1f%% |\n", s.name, round(p50), round(framework.Percentile(s.latencies, 90)), round(framework.Percentile(s.latencies, 99)),
 			100*(float64(p50)/float64(base)-1))
 	}
 	// End-to-end latency also moves with the size of what is stored, which
@@ -291,7 +284,7 @@ func TestCreateLatency(t *testing.T) {
 		before[i] = admissionTotals(t, scenarios[1].client, step)
 	}
 	for j := range perScenario {
-		if _, err := scenarios[1].client.CoreV1().Pods(ns).Create(ctx, loadPod(fmt.Sprintf("alone-%d", j)), metav1.CreateOptions{}); err != nil {
+		if _, err := scenarios[1].client.CoreV1().Pods(ns).Create(ctx, framework.Pod(fmt.Sprintf("alone-%d", j), map[string]string{"app": "load"}, "app", "sidecar"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -349,12 +342,6 @@ func admissionTotals(t *testing.T, client kubernetes.Interface, step admissionSt
 		t.Fatalf("no %s %s calls in the metrics", step.plugin, step.phase)
 	}
 	return total
-}
-
-func percentile(d []time.Duration, p int) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[(len(s)-1)*p/100]
 }
 
 func round(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }

@@ -112,10 +112,10 @@ func startControllerManager(ctx context.Context, srv *framework.Server) (<-chan 
 // protobuf-first metadata client, empties it and removes it.
 func TestNamespaceDeletion(t *testing.T) {
 	ctx := context.Background()
-	client := kubeClient(t)
-	settings := settingsClient(t).SettingsV1alpha1()
+	client := framework.KubeClient(t, server.AdminConfig())
+	settings := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1()
 	const ns = "kcm-delete-me"
-	createNamespace(t, ns, map[string]string{"kcm-test": "delete"})
+	framework.CreateNamespace(t, server.AdminConfig(), ns, map[string]string{"kcm-test": "delete"})
 	if _, err := settings.PodPresets(ns).Create(ctx, podPreset("local", map[string]string{"app": "web"}, corev1.EnvVar{Name: "LOCAL", Value: "1"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestNamespaceDeletion(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = settings.ClusterPodPresets().Delete(ctx, cpp.Name, metav1.DeleteOptions{}) })
 	waitForPresets(t, ns, cpp.Name)
-	pod, err := client.CoreV1().Pods(ns).Create(ctx, simplePod("web", map[string]string{"app": "web"}, "app"), metav1.CreateOptions{})
+	pod, err := client.CoreV1().Pods(ns).Create(ctx, framework.Pod("web", map[string]string{"app": "web"}, "app"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,10 +158,10 @@ func TestNamespaceDeletion(t *testing.T) {
 // both presets.
 func TestGarbageCollection(t *testing.T) {
 	ctx := context.Background()
-	client := kubeClient(t)
-	settings := settingsClient(t).SettingsV1alpha1()
+	client := framework.KubeClient(t, server.AdminConfig())
+	settings := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1()
 	const ns = "kcm-gc"
-	createNamespace(t, ns, nil)
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	owner, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
 const clusterPresetYAML = `apiVersion: settings.k8s.io/v1alpha1
@@ -55,7 +57,7 @@ func tableRows(t *testing.T, out string) ([]string, [][]string) {
 // table convertor.
 func TestKubectlTable(t *testing.T) {
 	ns := "kubectl-table"
-	createNamespace(t, ns, nil)
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	mustKubectl(t, "", "apply", "-n", ns, "-f", testdata("podpreset.yaml"))
 
 	header, rows := tableRows(t, mustKubectl(t, "", "get", "podpresets", "-n", ns).Stdout)
@@ -102,8 +104,8 @@ func TestKubectlExplain(t *testing.T) {
 func TestKubectlApply(t *testing.T) {
 	ctx := context.Background()
 	ns := "kubectl-apply"
-	createNamespace(t, ns, nil)
-	presets := settingsClient(t).SettingsV1alpha1().PodPresets(ns)
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
+	presets := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1().PodPresets(ns)
 	manifest := func(value string) string {
 		return `apiVersion: settings.k8s.io/v1alpha1
 kind: PodPreset
@@ -179,7 +181,7 @@ spec:
 // TestKubectlDiff runs kubectl diff, which is a server-side dry-run apply.
 func TestKubectlDiff(t *testing.T) {
 	ns := "kubectl-diff"
-	createNamespace(t, ns, nil)
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	mustKubectl(t, "", "apply", "-n", ns, "-f", testdata("podpreset.yaml"))
 	changed := strings.Replace(mustRead(t, testdata("podpreset.yaml")), `"6379"`, `"6380"`, 1)
 	r := kubectl(t, changed, "diff", "-n", ns, "-f", "-")

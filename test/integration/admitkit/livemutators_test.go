@@ -30,7 +30,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
@@ -67,47 +66,12 @@ spec:
       value: ` + policy + "\n"
 }
 
-// annotationMutator is an AssignMetadata adding annotation key=value to
-// the pods of one namespace.
-func annotationMutator(name, namespace, key, value string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	manifest := `apiVersion: mutations.gatekeeper.sh/v1
-kind: AssignMetadata
-metadata:
-  name: ` + name + `
-spec:
-  match:
-    scope: Namespaced
-    kinds:
-    - apiGroups: [""]
-      kinds: ["Pod"]
-    namespaces: ["` + namespace + `"]
-  location: "metadata.annotations.` + key + `"
-  parameters:
-    assign:
-      value: "` + value + `"
-`
-	if err := yaml.Unmarshal([]byte(manifest), &u.Object); err != nil {
-		panic(err)
-	}
-	return u
-}
-
-func dynamicClient(t *testing.T) dynamic.Interface {
-	t.Helper()
-	c, err := dynamic.NewForConfig(server.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // serverIdentity is the name of the server's identity lease, which its
 // status entries must carry.
 func serverIdentity(t *testing.T, client kubernetes.Interface) string {
 	t.Helper()
 	var id string
-	poll(t, "the server's identity lease", func() bool {
+	framework.Poll(t, "the server's identity lease", func() bool {
 		leases, err := client.CoordinationV1().Leases(metav1.NamespaceSystem).List(context.Background(), metav1.ListOptions{LabelSelector: "apiserver.kubernetes.io/identity=kube-apiserver"})
 		if err != nil || len(leases.Items) != 1 {
 			return false
@@ -118,20 +82,11 @@ func serverIdentity(t *testing.T, client kubernetes.Interface) string {
 	return id
 }
 
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	}); err != nil {
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
 // dryRunPod admits a pod without storing it and returns what admission
 // made of it.
 func dryRunPod(t *testing.T, client kubernetes.Interface, namespace string) *corev1.Pod {
 	t.Helper()
-	pod, err := client.CoreV1().Pods(namespace).Create(context.Background(), simplePod("probe", nil, "app"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	pod, err := client.CoreV1().Pods(namespace).Create(context.Background(), framework.Pod("probe", nil, "app"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,9 +110,9 @@ func entryOf(u *unstructured.Unstructured, id string) (map[string]any, bool) {
 func TestLiveMutatorKubectl(t *testing.T) {
 	requirePlugin(t, "LocationMutator")
 	ns := "live-kubectl"
-	createNamespace(t, ns, nil)
-	client := kubeClient(t)
-	assigns := dynamicClient(t).Resource(assignGVR)
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
+	client := framework.KubeClient(t, server.AdminConfig())
+	assigns := framework.DynamicClient(t, server.AdminConfig()).Resource(assignGVR)
 	id := serverIdentity(t, client)
 	policy := func() corev1.PullPolicy { return dryRunPod(t, client, ns).Spec.Containers[0].ImagePullPolicy }
 	if got := policy(); got != corev1.PullIfNotPresent {
@@ -168,12 +123,12 @@ func TestLiveMutatorKubectl(t *testing.T) {
 	if !strings.Contains(out, "assign.mutations.gatekeeper.sh/live-pull created") {
 		t.Fatalf("kubectl apply printed %q", out)
 	}
-	poll(t, "pods to get imagePullPolicy Never", func() bool { return policy() == corev1.PullNever })
-	created, err := client.CoreV1().Pods(ns).Create(context.Background(), simplePod("web", nil, "app"), metav1.CreateOptions{})
+	framework.Poll(t, "pods to get imagePullPolicy Never", func() bool { return policy() == corev1.PullNever })
+	created, err := client.CoreV1().Pods(ns).Create(context.Background(), framework.Pod("web", nil, "app"), metav1.CreateOptions{})
 	if err != nil || created.Spec.Containers[0].ImagePullPolicy != corev1.PullNever {
 		t.Fatalf("created pod: %v, error %v", created, err)
 	}
-	poll(t, "the status entry of this server", func() bool {
+	framework.Poll(t, "the status entry of this server", func() bool {
 		u, err := assigns.Get(context.Background(), "live-pull", metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -188,8 +143,8 @@ func TestLiveMutatorKubectl(t *testing.T) {
 
 	// An edit: the next pods follow, and the entry observes it.
 	mustKubectl(t, liveAssign("live-pull", ns, "Always"), "apply", "-f", "-")
-	poll(t, "pods to follow the edit", func() bool { return policy() == corev1.PullAlways })
-	poll(t, "the status entry to observe generation 2", func() bool {
+	framework.Poll(t, "pods to follow the edit", func() bool { return policy() == corev1.PullAlways })
+	framework.Poll(t, "the status entry to observe generation 2", func() bool {
 		u, err := assigns.Get(context.Background(), "live-pull", metav1.GetOptions{})
 		e, ok := entryOf(u, id)
 		return err == nil && ok && u.GetGeneration() == 2 && e["observedGeneration"] == int64(2)
@@ -229,7 +184,7 @@ func TestLiveMutatorKubectl(t *testing.T) {
 
 	// Break glass: the delete always works, and the next pods are plain.
 	mustKubectl(t, "", "delete", "assign", "live-pull")
-	poll(t, "pods to lose the deleted mutator", func() bool { return policy() == corev1.PullIfNotPresent })
+	framework.Poll(t, "pods to lose the deleted mutator", func() bool { return policy() == corev1.PullIfNotPresent })
 }
 
 // TestLiveMutatorPropagation measures how long a new mutator takes to
@@ -238,15 +193,15 @@ func TestLiveMutatorKubectl(t *testing.T) {
 func TestLiveMutatorPropagation(t *testing.T) {
 	requirePlugin(t, "LocationMutator")
 	ns := "live-propagation"
-	createNamespace(t, ns, nil)
-	client := kubeClient(t)
-	mutators := dynamicClient(t).Resource(assignMetadataGVR)
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
+	client := framework.KubeClient(t, server.AdminConfig())
+	mutators := framework.DynamicClient(t, server.AdminConfig()).Resource(assignMetadataGVR)
 	ctx := context.Background()
 	var took []time.Duration
 	for i := range 100 {
 		name := fmt.Sprintf("live-prop-%d", i)
 		key := fmt.Sprintf("try-%d", i)
-		if _, err := mutators.Create(ctx, annotationMutator(name, ns, key, "yes"), metav1.CreateOptions{}); err != nil {
+		if _, err := mutators.Create(ctx, framework.AnnotationMutator(t, name, ns, key, "yes"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		// The window ends when the first pod sent after the create comes
@@ -268,7 +223,7 @@ func TestLiveMutatorPropagation(t *testing.T) {
 	}
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
 	t.Logf("from a mutator's create to the first pod that shows it, over %d tries: p50 %v, p99 %v, max %v",
-		len(took), took[len(took)/2], took[len(took)*99/100], took[len(took)-1])
+		len(took), framework.Percentile(took, 50), framework.Percentile(took, 99), took[len(took)-1])
 }
 
 // TestLiveMutatorSnapshots creates 1,000 pods from 16 clients while eight
@@ -278,9 +233,9 @@ func TestLiveMutatorPropagation(t *testing.T) {
 func TestLiveMutatorSnapshots(t *testing.T) {
 	requirePlugin(t, "LocationMutator")
 	ns := "live-snapshots"
-	createNamespace(t, ns, nil)
-	client := kubeClient(t)
-	mutators := dynamicClient(t).Resource(assignMetadataGVR)
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
+	client := framework.KubeClient(t, server.AdminConfig())
+	mutators := framework.DynamicClient(t, server.AdminConfig()).Resource(assignMetadataGVR)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const n = 8
@@ -290,7 +245,7 @@ func TestLiveMutatorSnapshots(t *testing.T) {
 		defer close(churn)
 		for ctx.Err() == nil {
 			for i := range n {
-				if _, err := mutators.Create(ctx, annotationMutator(fmt.Sprintf("live-snap-%d", i), ns, fmt.Sprintf("snap-%d", i), "on"), metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
+				if _, err := mutators.Create(ctx, framework.AnnotationMutator(t, fmt.Sprintf("live-snap-%d", i), ns, fmt.Sprintf("snap-%d", i), "on"), metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
 					churn <- err
 					return
 				}
@@ -319,7 +274,7 @@ func TestLiveMutatorSnapshots(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := c; i < pods; i += clients {
-				pod, err := client.CoreV1().Pods(ns).Create(context.Background(), simplePod(fmt.Sprintf("p-%d", i), nil, "app"), metav1.CreateOptions{})
+				pod, err := client.CoreV1().Pods(ns).Create(context.Background(), framework.Pod(fmt.Sprintf("p-%d", i), nil, "app"), metav1.CreateOptions{})
 				if err != nil {
 					errs <- err
 					return
@@ -405,7 +360,7 @@ func TestLiveMutatorRestart(t *testing.T) {
 	if _, err := dyn.Resource(assignGVR).Create(ctx, u, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the Assign to be enforced", func() bool { return dryRunPod(t, kube, ns).Spec.Containers[0].ImagePullPolicy == corev1.PullNever })
+	framework.Poll(t, "the Assign to be enforced", func() bool { return dryRunPod(t, kube, ns).Spec.Containers[0].ImagePullPolicy == corev1.PullNever })
 
 	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
@@ -420,7 +375,7 @@ func TestLiveMutatorRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The first pod after the restart already gets the mutator.
-	pod, err := kube.CoreV1().Pods(ns).Create(ctx, simplePod("first", nil, "app"), metav1.CreateOptions{})
+	pod, err := kube.CoreV1().Pods(ns).Create(ctx, framework.Pod("first", nil, "app"), metav1.CreateOptions{})
 	if err != nil && !apierrors.IsServiceUnavailable(err) {
 		t.Fatal(err)
 	}
@@ -434,12 +389,5 @@ func TestLiveMutatorRestart(t *testing.T) {
 
 // liveOnlyAdmissionConfig turns on the mutators from the API and nothing
 // else.
-const liveOnlyAdmissionConfig = `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: LocationMutator
-  configuration:
-    apiVersion: locationmutator.admission.admitkit.io/v1alpha1
-    kind: Configuration
-    watchMutators: true
-`
+var liveOnlyAdmissionConfig = framework.AdmissionConfiguration(framework.LocationMutatorConfiguration(`    watchMutators: true
+`))

@@ -33,6 +33,7 @@ import (
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
 	settingsclient "github.com/admitkit/admitkit/generated/clientset/versioned"
+	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
 // loadMutators are five LocationMutator mutators for pods in namespaces
@@ -110,10 +111,6 @@ func setUpLoadPresets(t *testing.T, ns string, settings settingsclient.Interface
 	}
 }
 
-func loadPod(name string) *corev1.Pod {
-	return simplePod(name, map[string]string{"app": "load"}, "app", "sidecar")
-}
-
 // checkLoadPod returns what is wrong with a pod of the load: every preset
 // and every mutation exactly once.
 func checkLoadPod(pod *corev1.Pod, ns string) []string {
@@ -171,8 +168,8 @@ func TestLoad(t *testing.T) {
 	const clients = 16
 	ctx := context.Background()
 	ns := "load-test"
-	createNamespace(t, ns, map[string]string{"load": ns})
-	setUpLoadPresets(t, ns, settingsClient(t))
+	framework.CreateNamespace(t, server.AdminConfig(), ns, map[string]string{"load": ns})
+	setUpLoadPresets(t, ns, framework.SettingsClient(t, server.AdminConfig()))
 	for i := 3; i < 5; i++ {
 		waitForPresets(t, ns, fmt.Sprintf("%s-%d", ns, i))
 	}
@@ -194,7 +191,7 @@ func TestLoad(t *testing.T) {
 					return
 				}
 				name := fmt.Sprintf("pod-%04d", i)
-				pod, err := client.CoreV1().Pods(ns).Create(ctx, loadPod(name), metav1.CreateOptions{})
+				pod, err := client.CoreV1().Pods(ns).Create(ctx, framework.Pod(name, map[string]string{"app": "load"}, "app", "sidecar"), metav1.CreateOptions{})
 				if err != nil {
 					errs <- fmt.Errorf("creating %s: %w", name, err)
 					continue
@@ -219,7 +216,7 @@ func TestLoad(t *testing.T) {
 	}
 
 	// Read them all back: none lost, none duplicated, none changed since.
-	list, err := kubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	list, err := framework.KubeClient(t, server.AdminConfig()).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,19 +48,19 @@ func TestLocationMutatorPods(t *testing.T) {
 	requirePlugin(t, "LocationMutator")
 	ctx := context.Background()
 	ns := "lm-pods"
-	createNamespace(t, ns, nil)
-	pod := simplePod("web", nil, "app", "sidecar")
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
+	pod := framework.Pod("web", nil, "app", "sidecar")
 	pod.Spec.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
 	pod.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "registry.example.com/init:1", ImagePullPolicy: corev1.PullNever}}
-	created, err := kubeClient(t).CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	created, err := framework.KubeClient(t, server.AdminConfig()).CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkAlwaysPull(t, created)
 
 	// Outside lm-* the mutators do not match: the defaulted policy stays.
-	createNamespace(t, "not-mutated", nil)
-	plain, err := kubeClient(t).CoreV1().Pods("not-mutated").Create(ctx, simplePod("web", nil, "app"), metav1.CreateOptions{})
+	framework.CreateNamespace(t, server.AdminConfig(), "not-mutated", nil)
+	plain, err := framework.KubeClient(t, server.AdminConfig()).CoreV1().Pods("not-mutated").Create(ctx, framework.Pod("web", nil, "app"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestLocationMutatorPods(t *testing.T) {
 func TestLocationMutatorDeployment(t *testing.T) {
 	requirePlugin(t, "LocationMutator")
 	ns := "lm-deployment"
-	createNamespace(t, ns, nil)
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	pods := createDeployment(t, ns, "web", map[string]string{"app": "web"}, 2, "app", "sidecar", "logger")
 	for i := range pods {
 		checkAlwaysPull(t, &pods[i])
@@ -81,11 +81,11 @@ func TestLocationMutatorDeployment(t *testing.T) {
 
 func TestLocationMutatorNamespaceLabel(t *testing.T) {
 	requirePlugin(t, "LocationMutator")
-	ns := createNamespace(t, "lm-labelled", map[string]string{"team": "a"})
+	ns := framework.CreateNamespace(t, server.AdminConfig(), "lm-labelled", map[string]string{"team": "a"})
 	if ns.Labels["admitkit-mutated"] != "true" || ns.Labels["team"] != "a" {
 		t.Errorf("new namespace lm-labelled labels %v, want admitkit-mutated=true beside team=a", ns.Labels)
 	}
-	other := createNamespace(t, "unlabelled", nil)
+	other := framework.CreateNamespace(t, server.AdminConfig(), "unlabelled", nil)
 	if _, ok := other.Labels["admitkit-mutated"]; ok {
 		t.Errorf("namespace unlabelled got the label: %v", other.Labels)
 	}
@@ -97,7 +97,7 @@ func TestLocationMutatorCustomResource(t *testing.T) {
 	requirePlugin(t, "LocationMutator")
 	ctx := context.Background()
 	ns := "lm-widgets"
-	createNamespace(t, ns, nil)
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	crds, err := apiextensionsclient.NewForConfig(server.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -169,10 +169,10 @@ func TestLocationMutatorCustomResource(t *testing.T) {
 func TestLocationMutatorRejects(t *testing.T) {
 	requirePlugin(t, "LocationMutator")
 	ns := "lm-reject"
-	createNamespace(t, ns, nil)
-	pod := simplePod("proxy", nil, "proxy")
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
+	pod := framework.Pod("proxy", nil, "proxy")
 	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 9090}}
-	_, err := kubeClient(t).CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
+	_, err := framework.KubeClient(t, server.AdminConfig()).CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "LocationMutator") {
 		t.Fatalf("creating a pod the lm-string-port mutator cannot mutate: %v, want an error naming LocationMutator", err)
 	}
@@ -236,21 +236,10 @@ func TestLocationMutatorBadConfig(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			start := time.Now()
-			srv, err := framework.Start(framework.Config{
+			framework.MustFailToStart(t, framework.Config{
 				AdmissionConfig: locationMutatorConfig(tc.mutators),
 				Args:            []string{"--enable-admission-plugins=LocationMutator"},
-			})
-			if err == nil {
-				srv.Cleanup()
-				t.Fatal("the server started")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("start-up error does not name %q:\n%v", w, err)
-				}
-			}
-			t.Logf("failed in %s: %v", time.Since(start).Round(time.Millisecond), err)
+			}, tc.want...)
 		})
 	}
 }

@@ -30,11 +30,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
-
-	settingsclient "github.com/admitkit/admitkit/generated/clientset/versioned"
 	"github.com/admitkit/admitkit/test/apiserver"
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
@@ -53,20 +48,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	// The server logs a lot; keep it in a file and show where on failure.
-	logFile, err := os.CreateTemp("", "admitkit-apiserver-*.log")
+	logFile, err := framework.LogToFile("admitkit-apiserver-*.log")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer logFile.Close()
-	// Without a lowered threshold klog would still copy errors to stderr.
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	_ = klogFlags.Set("logtostderr", "false")
-	_ = klogFlags.Set("alsologtostderr", "false")
-	_ = klogFlags.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(logFile)
 
 	registered = apiserver.AdmitkitPlugins()
 	cfg := serverConfig()
@@ -96,11 +82,7 @@ func run(m *testing.M) int {
 	if err := srv.Cleanup(); err != nil {
 		fmt.Fprintf(os.Stderr, "stopping kube-apiserver: %v\n", err)
 	}
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "server log: %s\n", logFile.Name())
-	} else {
-		os.Remove(logFile.Name())
-	}
+	logFile.Finish(code)
 	return code
 }
 
@@ -119,25 +101,14 @@ func serverConfig() framework.Config {
 	}
 }
 
-const admissionConfig = `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: NodeRestriction
-  configuration:
-    apiVersion: noderestriction.admission.admitkit.io/v1alpha1
-    kind: Configuration
-    allowedLabels: ["node-role.kubernetes.io/worker"]
+var admissionConfig = framework.AdmissionConfiguration(framework.NodeRestrictionConfiguration(`    allowedLabels: ["node-role.kubernetes.io/worker"]
     allowedLabelPrefixes: ["partner.kubernetes.io"]
     allowedTaintKeys: ["example.com/maintenance"]
     nodeScopedServiceAccounts:
     - namespace: nr-daemon
       name: agent
       allowedLabelPrefixes: ["feature.node.kubernetes.io"]
-- name: LocationMutator
-  configuration:
-    apiVersion: locationmutator.admission.admitkit.io/v1alpha1
-    kind: Configuration
-    mutators:
+`), framework.LocationMutatorConfiguration(`    mutators:
     - apiVersion: mutations.gatekeeper.sh/v1
       kind: Assign
       metadata: {name: lm-always-pull}
@@ -181,9 +152,9 @@ plugins:
         location: 'spec.containers[name: proxy].ports[containerPort: "9090"].protocol'
         parameters:
           assign: {value: TCP}
-` + loadMutators + `    mutatorFiles: ["$DATA_DIR/mutators.yaml"]
+`+loadMutators+`    mutatorFiles: ["$DATA_DIR/mutators.yaml"]
     watchMutators: true
-`
+`))
 
 // mutatorFile holds a Gatekeeper manifest as Gatekeeper users write it.
 const mutatorFile = `apiVersion: mutations.gatekeeper.sh/v1
@@ -210,29 +181,6 @@ func requirePlugin(t *testing.T, name string) {
 	if !slices.Contains(registered, name) {
 		t.Fatalf("this build registers no %s admission plugin (plugin.RegisterAllAdmissionPlugins has %v)", name, registered)
 	}
-}
-
-func kubeClient(t *testing.T) kubernetes.Interface {
-	t.Helper()
-	c, err := kubernetes.NewForConfig(server.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func settingsClient(t *testing.T) settingsclient.Interface {
-	t.Helper()
-	return settingsClientFor(t, server.AdminConfig())
-}
-
-func settingsClientFor(t *testing.T, cfg *rest.Config) settingsclient.Interface {
-	t.Helper()
-	c, err := settingsclient.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 // adminKubeconfig writes (once per test) the admin's kubeconfig.

@@ -77,14 +77,7 @@ func scrapeAdmitkit(t *testing.T, client kubernetes.Interface) map[string]float6
 	return out
 }
 
-const metricsAdmissionConfig = `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: LocationMutator
-  configuration:
-    apiVersion: locationmutator.admission.admitkit.io/v1alpha1
-    kind: Configuration
-    mutators:
+var metricsAdmissionConfig = framework.AdmissionConfiguration(framework.LocationMutatorConfiguration(`    mutators:
     - apiVersion: mutations.gatekeeper.sh/v1
       kind: Assign
       metadata: {name: always-pull}
@@ -101,7 +94,7 @@ plugins:
         match: {namespaces: [metrics]}
         location: "spec.initContainers[name:*].imagePullPolicy"
         parameters: {assign: {value: Always}}
-`
+`))
 
 // TestMetrics reads every admitkit metric from a server's /metrics after
 // requests that move it. It starts a server of its own: the metrics live in
@@ -116,7 +109,7 @@ func TestMetrics(t *testing.T) {
 		t.Skip("starts another server")
 	}
 	ctx := context.Background()
-	beforeStart := scrapeAdmitkit(t, kubeClient(t))
+	beforeStart := scrapeAdmitkit(t, framework.KubeClient(t, server.AdminConfig()))
 	srv, err := framework.Start(framework.Config{
 		AdmissionConfig: metricsAdmissionConfig,
 		Args:            []string{framework.ServeSettings, "--enable-admission-plugins=PodPreset,LocationMutator,NodeRestriction"},
@@ -214,11 +207,11 @@ func TestMetrics(t *testing.T) {
 	// counts none of them, only the node's: it registers its Node, then
 	// tries to taint it.
 	before := scrapeAdmitkit(t, client)
-	conflicting := simplePod("conflicting", web, "app")
+	conflicting := framework.Pod("conflicting", web, "app")
 	conflicting.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DB_HOST", Value: "elsewhere"}}
-	excluded := simplePod("excluded", web, "app")
+	excluded := framework.Pod("excluded", web, "app")
 	excluded.Annotations = map[string]string{presetAnnotationPrefix + "exclude": "true"}
-	for _, pod := range []*corev1.Pod{simplePod("web", web, "app"), conflicting, excluded} {
+	for _, pod := range []*corev1.Pod{framework.Pod("web", web, "app"), conflicting, excluded} {
 		if _, err := client.CoreV1().Pods("metrics").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

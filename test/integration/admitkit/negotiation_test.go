@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
+	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
 // TestContentNegotiation sends settings.k8s.io the Accept and Content-Type
@@ -39,9 +40,9 @@ import (
 // protobuf) get JSON; only a protobuf-only request is refused.
 func TestContentNegotiation(t *testing.T) {
 	ns := "negotiation"
-	createNamespace(t, ns, nil)
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	ctx := context.Background()
-	if _, err := settingsClient(t).SettingsV1alpha1().PodPresets(ns).Create(ctx, podPreset("db", map[string]string{"app": "web"}, corev1.EnvVar{Name: "DB", Value: "1"}), metav1.CreateOptions{}); err != nil {
+	if _, err := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1().PodPresets(ns).Create(ctx, podPreset("db", map[string]string{"app": "web"}, corev1.EnvVar{Name: "DB", Value: "1"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	httpClient, err := rest.HTTPClientFor(server.AdminConfig())
@@ -123,7 +124,7 @@ func TestContentNegotiation(t *testing.T) {
 		cfg := server.AdminConfig()
 		cfg.ContentType = protobuf
 		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-		if _, err := settingsClientFor(t, cfg).SettingsV1alpha1().ClusterPodPresets().List(ctx, metav1.ListOptions{}); err != nil {
+		if _, err := framework.SettingsClient(t, cfg).SettingsV1alpha1().ClusterPodPresets().List(ctx, metav1.ListOptions{}); err != nil {
 			t.Errorf("list: %v", err)
 		}
 	})

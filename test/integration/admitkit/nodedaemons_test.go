@@ -34,6 +34,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
 // The node-scoped service account of main_test.go's configuration.
@@ -164,10 +166,10 @@ func resourceSlice(name, node string) *resourcev1.ResourceSlice {
 func TestNodeDaemon(t *testing.T) {
 	requirePlugin(t, "NodeRestriction")
 	ctx := context.Background()
-	admin := kubeClient(t)
+	admin := framework.KubeClient(t, server.AdminConfig())
 	registerNode(t, "node-1")
 	registerNode(t, "node-2")
-	createNamespace(t, daemonNamespace, nil)
+	framework.CreateNamespace(t, server.AdminConfig(), daemonNamespace, nil)
 	if _, err := admin.CoreV1().ServiceAccounts(daemonNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: daemonAccount}},
 		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)

@@ -32,6 +32,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
 func nodeClient(t *testing.T, node string) kubernetes.Interface {
@@ -68,7 +70,7 @@ func registerNode(t *testing.T, node string) *corev1.Node {
 		Labels: map[string]string{"kubernetes.io/hostname": node, "topology.kubernetes.io/zone": "z1"},
 	}}, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		n, err = kubeClient(t).CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		n, err = framework.KubeClient(t, server.AdminConfig()).CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	}
 	if err != nil {
 		t.Fatalf("%s registering itself: %v", node, err)
@@ -141,7 +143,7 @@ func TestNodeTouchingAnotherNode(t *testing.T) {
 	requirePlugin(t, "NodeRestriction")
 	ctx := context.Background()
 	registerNode(t, "node-1")
-	if _, err := kubeClient(t).CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "other-node"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := framework.KubeClient(t, server.AdminConfig()).CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "other-node"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	nodes := nodeClient(t, "node-1").CoreV1().Nodes()
@@ -154,27 +156,11 @@ func TestNodeTouchingAnotherNode(t *testing.T) {
 	expectForbidden(t, "node-1 deleting other-node", nodes.Delete(ctx, "other-node", metav1.DeleteOptions{}), "cannot delete resource")
 }
 
-func mirrorPod(name string, node *corev1.Node) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name + "-" + node.Name,
-			Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "hash"},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: ptr.To(true),
-			}},
-		},
-		Spec: corev1.PodSpec{
-			NodeName:   node.Name,
-			Containers: []corev1.Container{{Name: "c", Image: "registry.example.com/static:1"}},
-		},
-	}
-}
-
 func TestNodeMirrorPods(t *testing.T) {
 	requirePlugin(t, "NodeRestriction")
 	ctx := context.Background()
 	ns := "nr-mirror"
-	createNamespace(t, ns, nil)
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	node := registerNode(t, "node-1")
 	pods := nodeClient(t, "node-1").CoreV1().Pods(ns)
 
@@ -183,7 +169,7 @@ func TestNodeMirrorPods(t *testing.T) {
 	var created *corev1.Pod
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		var err error
-		created, err = pods.Create(ctx, mirrorPod("static", node), metav1.CreateOptions{})
+		created, err = pods.Create(ctx, framework.MirrorPod("static"+"-"+node.Name, node.Name, node.UID), metav1.CreateOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
@@ -196,22 +182,22 @@ func TestNodeMirrorPods(t *testing.T) {
 		t.Errorf("mirror pod node %q", created.Spec.NodeName)
 	}
 
-	plain := mirrorPod("plain", node)
+	plain := framework.MirrorPod("plain"+"-"+node.Name, node.Name, node.UID)
 	delete(plain.Annotations, corev1.MirrorPodAnnotationKey)
 	_, err = pods.Create(ctx, plain, metav1.CreateOptions{})
 	expectForbidden(t, "node-1 creating a pod that is not a mirror pod", err, "node \"node-1\" can only create mirror pods")
 
-	elsewhere := mirrorPod("elsewhere", node)
+	elsewhere := framework.MirrorPod("elsewhere"+"-"+node.Name, node.Name, node.UID)
 	elsewhere.Spec.NodeName = "node-2"
 	_, err = pods.Create(ctx, elsewhere, metav1.CreateOptions{})
 	expectForbidden(t, "node-1 creating a mirror pod bound to node-2", err, "spec.nodeName set to itself")
 
-	secret := mirrorPod("secret", node)
+	secret := framework.MirrorPod("secret"+"-"+node.Name, node.Name, node.UID)
 	secret.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}}}
 	_, err = pods.Create(ctx, secret, metav1.CreateOptions{})
 	expectForbidden(t, "node-1 creating a mirror pod with a secret volume", err, "secret")
 
-	unowned := mirrorPod("unowned", node)
+	unowned := framework.MirrorPod("unowned"+"-"+node.Name, node.Name, node.UID)
 	unowned.OwnerReferences = nil
 	_, err = pods.Create(ctx, unowned, metav1.CreateOptions{})
 	expectForbidden(t, "node-1 creating a mirror pod without an owner", err, "owner reference set to itself")
@@ -258,10 +244,10 @@ func TestNodeTokenRequest(t *testing.T) {
 	requirePlugin(t, "NodeRestriction")
 	ctx := context.Background()
 	ns := "nr-token"
-	createNamespace(t, ns, nil)
-	admin := kubeClient(t)
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
+	admin := framework.KubeClient(t, server.AdminConfig())
 	boundPod := func(name, node string) *corev1.Pod {
-		pod := simplePod(name, nil, "c")
+		pod := framework.Pod(name, nil, "c")
 		pod.Spec.NodeName = node
 		p, err := admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 		if err != nil {

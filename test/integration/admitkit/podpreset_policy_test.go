@@ -28,6 +28,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
 // applyPresetYAML applies a PodPreset named name in ns, selecting pods
@@ -116,7 +118,7 @@ func injected(pod *corev1.Pod, name, value string) []string {
 func TestPodPresetTargetingAndPolicies(t *testing.T) {
 	requirePlugin(t, "PodPreset")
 	ns := "pp-policies"
-	createNamespace(t, ns, nil)
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	everyContainer := []string{"init", "log-shipper", "app", "istio-proxy"}
 	// The pod's own HTTPS_PROXY, which conflicts with every preset's.
 	ownProxy := "    - {name: HTTPS_PROXY, value: \"http://mine:8080\"}\n"
@@ -200,7 +202,7 @@ func TestPodPresetTargetingAndPolicies(t *testing.T) {
 		if !strings.Contains(r.Stderr, want) {
 			t.Errorf("kubectl stderr %q, want %q", r.Stderr, want)
 		}
-		if _, err := kubeClient(t).CoreV1().Pods(ns).Get(context.Background(), "reject", metav1.GetOptions{}); err == nil {
+		if _, err := framework.KubeClient(t, server.AdminConfig()).CoreV1().Pods(ns).Get(context.Background(), "reject", metav1.GetOptions{}); err == nil {
 			t.Error("the refused pod exists")
 		}
 		// Without a conflict the preset applies.

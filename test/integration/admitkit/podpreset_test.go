@@ -38,14 +38,6 @@ import (
 
 const presetAnnotationPrefix = "podpreset.admission.kubernetes.io/"
 
-func simplePod(name string, labels map[string]string, containers ...string) *corev1.Pod {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-	for _, c := range containers {
-		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: c, Image: "registry.example.com/" + c + ":1"})
-	}
-	return pod
-}
-
 func envOf(c corev1.Container) map[string]string {
 	env := map[string]string{}
 	for _, e := range c.Env {
@@ -71,8 +63,8 @@ func presetAnnotations(pod *corev1.Pod) []string {
 func setUpPresets(t *testing.T, ns string) {
 	t.Helper()
 	ctx := context.Background()
-	createNamespace(t, ns, map[string]string{"preset-test": ns})
-	settings := settingsClient(t).SettingsV1alpha1()
+	framework.CreateNamespace(t, server.AdminConfig(), ns, map[string]string{"preset-test": ns})
+	settings := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1()
 	pp := podPreset("web-db", map[string]string{"app": "web"}, corev1.EnvVar{Name: "DB_HOST", Value: "db." + ns})
 	pp.Spec.Volumes = []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	pp.Spec.VolumeMounts = []corev1.VolumeMount{{Name: "cache", MountPath: "/cache"}}
@@ -102,9 +94,9 @@ func setUpPresets(t *testing.T, ns string) {
 // they are stored.
 func waitForPresets(t *testing.T, ns, clusterPreset string) {
 	t.Helper()
-	client := kubeClient(t)
+	client := framework.KubeClient(t, server.AdminConfig())
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		pod, err := client.CoreV1().Pods(ns).Create(ctx, simplePod("probe", nil, "c"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		pod, err := client.CoreV1().Pods(ns).Create(ctx, framework.Pod("probe", nil, "c"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			return false, err
 		}
@@ -139,9 +131,9 @@ func TestPodPresetInjectsPods(t *testing.T) {
 	ctx := context.Background()
 	ns := "pp-inject"
 	setUpPresets(t, ns)
-	pods := kubeClient(t).CoreV1().Pods(ns)
+	pods := framework.KubeClient(t, server.AdminConfig()).CoreV1().Pods(ns)
 
-	pod, err := pods.Create(ctx, simplePod("web", map[string]string{"app": "web"}, "app", "sidecar"), metav1.CreateOptions{})
+	pod, err := pods.Create(ctx, framework.Pod("web", map[string]string{"app": "web"}, "app", "sidecar"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +145,7 @@ func TestPodPresetInjectsPods(t *testing.T) {
 	}
 
 	// A pod the PodPreset does not select gets the ClusterPodPreset only.
-	other, err := pods.Create(ctx, simplePod("batch", map[string]string{"app": "batch"}, "job"), metav1.CreateOptions{})
+	other, err := pods.Create(ctx, framework.Pod("batch", map[string]string{"app": "batch"}, "job"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +157,7 @@ func TestPodPresetInjectsPods(t *testing.T) {
 	}
 
 	// The exclude annotation keeps every preset out.
-	excluded := simplePod("excluded", map[string]string{"app": "web"}, "app")
+	excluded := framework.Pod("excluded", map[string]string{"app": "web"}, "app")
 	excluded.Annotations = map[string]string{presetAnnotationPrefix + "exclude": "true"}
 	excluded, err = pods.Create(ctx, excluded, metav1.CreateOptions{})
 	if err != nil {
@@ -202,8 +194,8 @@ func TestPodPresetDeployment(t *testing.T) {
 func createDeployment(t *testing.T, ns, name string, labels map[string]string, replicas int32, containers ...string) []corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
-	client := kubeClient(t)
-	template := simplePod("", labels, containers...)
+	client := framework.KubeClient(t, server.AdminConfig())
+	template := framework.Pod("", labels, containers...)
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: appsv1.DeploymentSpec{
@@ -266,7 +258,7 @@ func TestPodPresetConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conflicting := simplePod("conflict", map[string]string{"app": "web"}, "app")
+	conflicting := framework.Pod("conflict", map[string]string{"app": "web"}, "app")
 	conflicting.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DB_HOST", Value: "mine"}}
 	pod, err := client.CoreV1().Pods(ns).Create(ctx, conflicting, metav1.CreateOptions{})
 	if err != nil {
@@ -354,7 +346,7 @@ func TestPodPresetBeforeCacheSync(t *testing.T) {
 		if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		settings := settingsClientFor(t, first.AdminConfig()).SettingsV1alpha1()
+		settings := framework.SettingsClient(t, first.AdminConfig()).SettingsV1alpha1()
 		if _, err := settings.PodPresets(ns).Create(ctx, podPreset("p", nil, corev1.EnvVar{Name: "FROM_PRESET", Value: "yes"}), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -376,7 +368,7 @@ func TestPodPresetBeforeCacheSync(t *testing.T) {
 	for i := range 5 {
 		wg.Go(func() {
 			ns := fmt.Sprintf("sync-%d", i)
-			pod, err := client.CoreV1().Pods(ns).Create(ctx, simplePod("first", nil, "c"), metav1.CreateOptions{})
+			pod, err := client.CoreV1().Pods(ns).Create(ctx, framework.Pod("first", nil, "c"), metav1.CreateOptions{})
 			if err != nil {
 				t.Errorf("creating a pod in %s right after start: %v", ns, err)
 				return

@@ -29,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
+	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
 // brokenVolumeSources returns, for every volume source kind core/v1 has
@@ -87,7 +88,7 @@ var (
 // repaired is accepted.
 func TestPresetValidation(t *testing.T) {
 	ns := "preset-validation"
-	createNamespace(t, ns, nil)
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	type testCase struct {
 		spec, fixed settingsv1alpha1.PodPresetSpec
 		field       string // the preset's field the 422 must name (as a prefix)
@@ -127,7 +128,7 @@ func TestPresetValidation(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	presets := settingsClient(t).SettingsV1alpha1()
+	presets := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1()
 	i := 0
 	for name, tc := range cases {
 		i++

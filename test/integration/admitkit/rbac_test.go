@@ -32,6 +32,7 @@ import (
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
 	settingsclient "github.com/admitkit/admitkit/generated/clientset/versioned"
 	"github.com/admitkit/admitkit/registry/settings/bootstrappolicy"
+	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
 // settingsClientAs is a settings client acting as user, through the
@@ -40,12 +41,12 @@ func settingsClientAs(t *testing.T, user string) settingsclient.Interface {
 	t.Helper()
 	cfg := rest.CopyConfig(server.AdminConfig())
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	return settingsClientFor(t, cfg)
+	return framework.SettingsClient(t, cfg)
 }
 
 func bindRole(t *testing.T, ns, user, clusterRole string) {
 	t.Helper()
-	_, err := kubeClient(t).RbacV1().RoleBindings(ns).Create(context.Background(), &rbacv1.RoleBinding{
+	_, err := framework.KubeClient(t, server.AdminConfig()).RbacV1().RoleBindings(ns).Create(context.Background(), &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: user + "-" + clusterRole},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
@@ -61,7 +62,7 @@ func bindRole(t *testing.T, ns, user, clusterRole string) {
 func TestPodPresetRBAC(t *testing.T) {
 	ctx := context.Background()
 	for _, want := range bootstrappolicy.ClusterRoles() {
-		got, err := kubeClient(t).RbacV1().ClusterRoles().Get(ctx, want.Name, metav1.GetOptions{})
+		got, err := framework.KubeClient(t, server.AdminConfig()).RbacV1().ClusterRoles().Get(ctx, want.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("ClusterRole %s not reconciled at start-up: %v", want.Name, err)
 		}
@@ -73,7 +74,7 @@ func TestPodPresetRBAC(t *testing.T) {
 	}
 
 	ns := "rbac-presets"
-	createNamespace(t, ns, nil)
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	bindRole(t, ns, "preset-admin", "admin")
 	bindRole(t, ns, "preset-viewer", "view")
 	admin := settingsClientAs(t, "preset-admin").SettingsV1alpha1()

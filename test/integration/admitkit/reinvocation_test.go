@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
+	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
 // podPolicy is a MutatingAdmissionPolicy, bound to the namespaces labelled
@@ -73,11 +74,11 @@ func metricChanges(t *testing.T, client kubernetes.Interface, do func()) map[str
 // once.
 func TestPodPresetReinvocation(t *testing.T) {
 	ctx := context.Background()
-	client := kubeClient(t)
+	client := framework.KubeClient(t, server.AdminConfig())
 	const ns = "reinvoke-presets"
-	createNamespace(t, ns, map[string]string{"admitkit-test": "label-pods"})
+	framework.CreateNamespace(t, server.AdminConfig(), ns, map[string]string{"admitkit-test": "label-pods"})
 	podPolicy(t, client, "label-pods", `Object{metadata: Object.metadata{labels: {"policy": "added"}}}`)
-	presets := settingsClient(t).SettingsV1alpha1().PodPresets(ns)
+	presets := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1().PodPresets(ns)
 	for _, pp := range []*settingsv1alpha1.PodPreset{
 		podPreset("from-start", map[string]string{"app": "web"}, corev1.EnvVar{Name: "FROM_START", Value: "1"}),
 		podPreset("by-policy", map[string]string{"policy": "added"}, corev1.EnvVar{Name: "BY_POLICY", Value: "1"}),
@@ -88,15 +89,15 @@ func TestPodPresetReinvocation(t *testing.T) {
 		}
 	}
 	// Until the policy and both presets have reached the server's caches.
-	poll(t, "the policy and the presets", func() bool {
-		pod, err := client.CoreV1().Pods(ns).Create(ctx, simplePod("probe", map[string]string{"app": "web"}, "app"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	framework.Poll(t, "the policy and the presets", func() bool {
+		pod, err := client.CoreV1().Pods(ns).Create(ctx, framework.Pod("probe", map[string]string{"app": "web"}, "app"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err == nil && pod.Labels["policy"] == "added" && envOf(pod.Spec.Containers[0])["BY_POLICY"] == "1" && envOf(pod.Spec.Containers[0])["FROM_START"] == "1"
 	})
 
 	var pod *corev1.Pod
 	moved := metricChanges(t, client, func() {
 		var err error
-		pod, err = client.CoreV1().Pods(ns).Create(ctx, simplePod("web", map[string]string{"app": "web"}, "app"), metav1.CreateOptions{})
+		pod, err = client.CoreV1().Pods(ns).Create(ctx, framework.Pod("web", map[string]string{"app": "web"}, "app"), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +117,7 @@ func TestPodPresetReinvocation(t *testing.T) {
 	}
 
 	// A conflict in both runs is one conflict and one Event.
-	conflictPod := simplePod("conflict", map[string]string{"conflict": "yes"}, "app")
+	conflictPod := framework.Pod("conflict", map[string]string{"conflict": "yes"}, "app")
 	conflictPod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MINE", Value: "pod"}}
 	moved = metricChanges(t, client, func() {
 		if _, err := client.CoreV1().Pods(ns).Create(ctx, conflictPod, metav1.CreateOptions{}); err != nil {
@@ -127,7 +128,7 @@ func TestPodPresetReinvocation(t *testing.T) {
 		t.Errorf("conflicts_total moved by %v, want 1", got)
 	}
 	var count int32
-	poll(t, "the PodPresetConflict Event", func() bool {
+	framework.Poll(t, "the PodPresetConflict Event", func() bool {
 		count = conflictEvents(t, client, ns, "conflict")
 		return count > 0
 	})
@@ -162,24 +163,24 @@ func conflictEvents(t *testing.T, client kubernetes.Interface, ns, pod string) i
 // mutator's value, and the request counts as one mutated object.
 func TestLocationMutatorReinvocation(t *testing.T) {
 	ctx := context.Background()
-	client := kubeClient(t)
+	client := framework.KubeClient(t, server.AdminConfig())
 	const ns = "lm-reinvoke"
-	createNamespace(t, ns, map[string]string{"admitkit-test": "pull-if-not-present"})
+	framework.CreateNamespace(t, server.AdminConfig(), ns, map[string]string{"admitkit-test": "pull-if-not-present"})
 	// The label tells when the policy has reached the server: the pull
 	// policy it sets is set back before the pod is stored either way.
 	podPolicy(t, client, "pull-if-not-present", `Object{
 		metadata: Object.metadata{labels: {"pull-policy": "reset"}},
 		spec: Object.spec{containers: object.spec.containers.map(c, Object.spec.containers{name: c.name, imagePullPolicy: "IfNotPresent"})}
 	}`)
-	poll(t, "the policy", func() bool {
-		pod, err := client.CoreV1().Pods(ns).Create(ctx, simplePod("probe", nil, "app"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	framework.Poll(t, "the policy", func() bool {
+		pod, err := client.CoreV1().Pods(ns).Create(ctx, framework.Pod("probe", nil, "app"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err == nil && pod.Labels["pull-policy"] == "reset"
 	})
 
 	var pod *corev1.Pod
 	moved := metricChanges(t, client, func() {
 		var err error
-		pod, err = client.CoreV1().Pods(ns).Create(ctx, simplePod("web", nil, "app"), metav1.CreateOptions{})
+		pod, err = client.CoreV1().Pods(ns).Create(ctx, framework.Pod("web", nil, "app"), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

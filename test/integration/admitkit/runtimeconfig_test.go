@@ -17,9 +17,7 @@ limitations under the License.
 package admitkit
 
 import (
-	"strings"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,18 +61,7 @@ func TestPodPresetNeedsSettingsServed(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			start := time.Now()
-			srv, err := framework.Start(framework.Config{Args: tc.args})
-			if err == nil {
-				srv.Cleanup()
-				t.Fatal("the server started")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("start-up error does not name %q:\n%v", w, err)
-				}
-			}
-			t.Logf("failed in %s: %v", time.Since(start).Round(time.Millisecond), err)
+			framework.MustFailToStart(t, framework.Config{Args: tc.args}, tc.want...)
 		})
 	}
 }
@@ -104,7 +91,7 @@ func TestSettingsTurnedOff(t *testing.T) {
 			t.Errorf("discovery lists settings.k8s.io: %v", g.Versions)
 		}
 	}
-	_, err = settingsClientFor(t, srv.AdminConfig()).SettingsV1alpha1().PodPresets("default").List(t.Context(), metav1.ListOptions{})
+	_, err = framework.SettingsClient(t, srv.AdminConfig()).SettingsV1alpha1().PodPresets("default").List(t.Context(), metav1.ListOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("listing podpresets: got %v, want NotFound", err)
 	}

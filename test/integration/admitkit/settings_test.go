@@ -35,32 +35,8 @@ import (
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
 	settingsapply "github.com/admitkit/admitkit/generated/applyconfiguration/settings/v1alpha1"
+	"github.com/admitkit/admitkit/test/integration/framework"
 )
-
-// createNamespace creates a namespace with its default service account,
-// which kube-controller-manager (not running here) would otherwise create
-// and the ServiceAccount admission plugin requires.
-func createNamespace(t *testing.T, name string, labels map[string]string) *corev1.Namespace {
-	t.Helper()
-	ctx := context.Background()
-	client := kubeClient(t)
-	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-	}, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		ns, err = client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
-	}
-	if err != nil {
-		t.Fatalf("creating namespace %s: %v", name, err)
-	}
-	_, err = client.CoreV1().ServiceAccounts(name).Create(ctx, &corev1.ServiceAccount{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating service account %s/default: %v", name, err)
-	}
-	return ns
-}
 
 func podPreset(name string, selector map[string]string, env ...corev1.EnvVar) *settingsv1alpha1.PodPreset {
 	return &settingsv1alpha1.PodPreset{
@@ -73,7 +49,7 @@ func podPreset(name string, selector map[string]string, env ...corev1.EnvVar) *s
 }
 
 func TestDiscovery(t *testing.T) {
-	disc := kubeClient(t).Discovery()
+	disc := framework.KubeClient(t, server.AdminConfig()).Discovery()
 	groups, err := disc.ServerGroups()
 	if err != nil {
 		t.Fatal(err)
@@ -134,8 +110,8 @@ func TestDiscovery(t *testing.T) {
 func TestPodPresetCRUD(t *testing.T) {
 	ctx := context.Background()
 	ns := "crud"
-	createNamespace(t, ns, nil)
-	presets := settingsClient(t).SettingsV1alpha1().PodPresets(ns)
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
+	presets := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1().PodPresets(ns)
 
 	w, err := presets.Watch(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -217,7 +193,7 @@ func TestPodPresetCRUD(t *testing.T) {
 
 func TestClusterPodPresetCRUD(t *testing.T) {
 	ctx := context.Background()
-	presets := settingsClient(t).SettingsV1alpha1().ClusterPodPresets()
+	presets := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1().ClusterPodPresets()
 	cpp := &settingsv1alpha1.ClusterPodPreset{
 		ObjectMeta: metav1.ObjectMeta{Name: "proxy-crud"},
 		Spec: settingsv1alpha1.ClusterPodPresetSpec{
@@ -260,8 +236,8 @@ func TestClusterPodPresetCRUD(t *testing.T) {
 func TestApplyConfigurations(t *testing.T) {
 	ctx := context.Background()
 	ns := "ssa-client"
-	createNamespace(t, ns, nil)
-	presets := settingsClient(t).SettingsV1alpha1().PodPresets(ns)
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
+	presets := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1().PodPresets(ns)
 
 	cfg := settingsapply.PodPreset("web", ns).WithSpec(settingsapply.PodPresetSpec().
 		WithEnv(corev1EnvApply("A", "1")))
@@ -305,8 +281,8 @@ func envNames(env []corev1.EnvVar) []string {
 func TestStoredInEtcd(t *testing.T) {
 	ctx := context.Background()
 	ns := "etcd"
-	createNamespace(t, ns, nil)
-	if _, err := settingsClient(t).SettingsV1alpha1().PodPresets(ns).Create(ctx, podPreset("stored", map[string]string{"a": "b"}, corev1.EnvVar{Name: "X", Value: "1"}), metav1.CreateOptions{}); err != nil {
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
+	if _, err := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1().PodPresets(ns).Create(ctx, podPreset("stored", map[string]string{"a": "b"}, corev1.EnvVar{Name: "X", Value: "1"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	url, err := server.EtcdURL()

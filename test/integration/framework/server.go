@@ -38,6 +38,7 @@ import (
 
 	"github.com/admitkit/admitkit/test/apiserver"
 	"github.com/admitkit/admitkit/test/embeddedetcd"
+	"testing"
 )
 
 // AdminToken and UserToken are the bearer tokens of the token file's admin
@@ -289,4 +290,22 @@ func (s *Server) Cleanup() error {
 		err = rmErr
 	}
 	return err
+}
+
+// MustFailToStart starts a server with cfg and fails the test unless the
+// server refuses to start with an error naming every string of want.
+func MustFailToStart(t testing.TB, cfg Config, want ...string) {
+	t.Helper()
+	start := time.Now()
+	srv, err := Start(cfg)
+	if err == nil {
+		srv.Cleanup()
+		t.Fatal("the server started")
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("start-up error does not name %q:\n%v", w, err)
+		}
+	}
+	t.Logf("failed in %s: %v", time.Since(start).Round(time.Millisecond), err)
 }

@@ -19,7 +19,6 @@ package ha
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -43,7 +42,7 @@ import (
 // host, hold identity leases of their own: kube-apiserver's default
 // identity, derived from the hostname, would be the same for both.
 func TestServerIdentities(t *testing.T) {
-	leases := kubeClient(t, serverA.AdminConfig()).CoordinationV1().Leases(metav1.NamespaceSystem)
+	leases := framework.KubeClient(t, serverA.AdminConfig()).CoordinationV1().Leases(metav1.NamespaceSystem)
 	want := []string{framework.ServerIdentity(0), framework.ServerIdentity(1)}
 	var got []string
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -111,9 +110,9 @@ func waitForPreset(t *testing.T, client kubernetes.Interface, ns string, pod *co
 func TestPresetsAcrossServers(t *testing.T) {
 	ctx := context.Background()
 	const ns = "ha-presets"
-	createNamespace(t, ns, map[string]string{"ha-presets": "yes"})
-	settingsA := settingsClient(t, serverA).SettingsV1alpha1()
-	podsB := kubeClient(t, serverB.AdminConfig()).CoreV1().Pods(ns)
+	framework.CreateNamespace(t, serverA.AdminConfig(), ns, map[string]string{"ha-presets": "yes"})
+	settingsA := framework.SettingsClient(t, serverA.AdminConfig()).SettingsV1alpha1()
+	podsB := framework.KubeClient(t, serverB.AdminConfig()).CoreV1().Pods(ns)
 
 	for _, tc := range []struct {
 		name       string
@@ -158,11 +157,11 @@ func TestPresetsAcrossServers(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := func(name string) *corev1.Pod { return loadPod(name, map[string]string{"app": "web"}) }
+			pod := func(name string) *corev1.Pod { return framework.Pod(name, map[string]string{"app": "web"}, "app") }
 			if err := tc.create(); err != nil {
 				t.Fatalf("creating the preset on A: %v", err)
 			}
-			waitForPreset(t, kubeClient(t, serverB.AdminConfig()), ns, pod("probe"), tc.annotation, true)
+			waitForPreset(t, framework.KubeClient(t, serverB.AdminConfig()), ns, pod("probe"), tc.annotation, true)
 			created, err := podsB.Create(ctx, pod("with-"+tc.annotation), metav1.CreateOptions{})
 			if err != nil {
 				t.Fatalf("creating a pod on B: %v", err)
@@ -174,7 +173,7 @@ func TestPresetsAcrossServers(t *testing.T) {
 			if err := tc.delete(); err != nil {
 				t.Fatalf("deleting the preset on A: %v", err)
 			}
-			waitForPreset(t, kubeClient(t, serverB.AdminConfig()), ns, pod("probe"), tc.annotation, false)
+			waitForPreset(t, framework.KubeClient(t, serverB.AdminConfig()), ns, pod("probe"), tc.annotation, false)
 			created, err = podsB.Create(ctx, pod("without-"+tc.annotation), metav1.CreateOptions{})
 			if err != nil {
 				t.Fatalf("creating a pod on B: %v", err)
@@ -186,31 +185,15 @@ func TestPresetsAcrossServers(t *testing.T) {
 	}
 }
 
-func mirrorPod(name, node string, nodeUID types.UID) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "hash"},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "v1", Kind: "Node", Name: node, UID: nodeUID, Controller: ptr.To(true),
-			}},
-		},
-		Spec: corev1.PodSpec{
-			NodeName:   node,
-			Containers: []corev1.Container{{Name: "c", Image: "registry.example.com/static:1"}},
-		},
-	}
-}
-
 // TestNodeRefusalsAcrossServers sends the same refused node requests to
 // both servers: each must refuse with the same message, including where
 // the plugin decides from the Node in its informer (registered through A).
 func TestNodeRefusalsAcrossServers(t *testing.T) {
 	ctx := context.Background()
 	const ns = "ha-nodes"
-	createNamespace(t, ns, nil)
-	admin := kubeClient(t, serverA.AdminConfig())
-	node1, err := kubeClient(t, serverA.NodeConfig("node-1")).CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, metav1.CreateOptions{})
+	framework.CreateNamespace(t, serverA.AdminConfig(), ns, nil)
+	admin := framework.KubeClient(t, serverA.AdminConfig())
+	node1, err := framework.KubeClient(t, serverA.NodeConfig("node-1")).CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("node-1 registering itself on A: %v", err)
 	}
@@ -219,19 +202,19 @@ func TestNodeRefusalsAcrossServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodeOn := map[string]kubernetes.Interface{
-		"A": kubeClient(t, serverA.NodeConfig("node-1")),
-		"B": kubeClient(t, serverB.NodeConfig("node-1")),
+		"A": framework.KubeClient(t, serverA.NodeConfig("node-1")),
+		"B": framework.KubeClient(t, serverB.NodeConfig("node-1")),
 	}
 	// B's informers see both Nodes a moment after A stored them: its own
 	// mirror pod is admitted once B knows node-1, another node's refused
 	// only once B knows node-2 (before, it is NotFound).
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		pods := nodeOn["B"].CoreV1().Pods(ns)
-		_, err := pods.Create(ctx, mirrorPod("own", "node-1", node1.UID), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := pods.Create(ctx, framework.MirrorPod("own", "node-1", node1.UID), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			return false, nil
 		}
-		_, err = pods.Create(ctx, mirrorPod("other", "node-2", node2.UID), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err = pods.Create(ctx, framework.MirrorPod("other", "node-2", node2.UID), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return apierrors.IsForbidden(err), nil
 	})
 	if err != nil {
@@ -259,21 +242,21 @@ func TestNodeRefusalsAcrossServers(t *testing.T) {
 		{
 			name: "a mirror pod bound to another node",
 			request: func(c kubernetes.Interface) error {
-				_, err := c.CoreV1().Pods(ns).Create(ctx, mirrorPod("other", "node-2", node2.UID), metav1.CreateOptions{})
+				_, err := c.CoreV1().Pods(ns).Create(ctx, framework.MirrorPod("other", "node-2", node2.UID), metav1.CreateOptions{})
 				return err
 			},
 		},
 		{
 			name: "a mirror pod owned by a Node of another UID",
 			request: func(c kubernetes.Interface) error {
-				_, err := c.CoreV1().Pods(ns).Create(ctx, mirrorPod("stale-owner", "node-1", "not-node-1s-uid"), metav1.CreateOptions{})
+				_, err := c.CoreV1().Pods(ns).Create(ctx, framework.MirrorPod("stale-owner", "node-1", "not-node-1s-uid"), metav1.CreateOptions{})
 				return err
 			},
 		},
 		{
 			name: "a pod that is not a mirror pod",
 			request: func(c kubernetes.Interface) error {
-				pod := mirrorPod("plain", "node-1", node1.UID)
+				pod := framework.MirrorPod("plain", "node-1", node1.UID)
 				delete(pod.Annotations, corev1.MirrorPodAnnotationKey)
 				_, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 				return err
@@ -302,10 +285,10 @@ const propagationTries = 100
 func TestPropagationWindow(t *testing.T) {
 	ctx := context.Background()
 	const ns = "ha-propagation"
-	createNamespace(t, ns, nil)
-	presetsA := settingsClient(t, serverA).SettingsV1alpha1().PodPresets(ns)
-	clientB := kubeClient(t, serverB.AdminConfig())
-	pod := loadPod("probe", map[string]string{"app": "window"})
+	framework.CreateNamespace(t, serverA.AdminConfig(), ns, nil)
+	presetsA := framework.SettingsClient(t, serverA.AdminConfig()).SettingsV1alpha1().PodPresets(ns)
+	clientB := framework.KubeClient(t, serverB.AdminConfig())
+	pod := framework.Pod("probe", map[string]string{"app": "window"}, "app")
 
 	_, err := presetsA.Create(ctx, &settingsv1alpha1.PodPreset{
 		ObjectMeta: metav1.ObjectMeta{Name: "window"},
@@ -355,11 +338,5 @@ func TestPropagationWindow(t *testing.T) {
 		total += w
 	}
 	t.Logf("propagation window, PodPreset update answered by A until a pod sent to B gets it, %d tries: p50 %v, p99 %v, max %v, mean %v; B already had it when A answered in %d tries",
-		len(windows), quantile(windows, 0.50), quantile(windows, 0.99), windows[len(windows)-1], total/time.Duration(len(windows)), already)
-}
-
-// quantile is the q-quantile of sorted (nearest rank).
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
+		len(windows), framework.Percentile(windows, 50), framework.Percentile(windows, 99), windows[len(windows)-1], total/time.Duration(len(windows)), already)
 }

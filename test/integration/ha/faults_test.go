@@ -133,7 +133,7 @@ func runLoad(ctx context.Context, ns string, servers []kubernetes.Interface, sto
 				l.mu.Lock()
 				l.sent[name] = time.Now()
 				l.mu.Unlock()
-				_, err := c.create(ctx, ns, loadPod(name, map[string]string{"app": "load"}))
+				_, err := c.create(ctx, ns, framework.Pod(name, map[string]string{"app": "load"}, "app"))
 				l.mu.Lock()
 				if err != nil {
 					l.failed[name] = err
@@ -154,7 +154,7 @@ func runLoad(ctx context.Context, ns string, servers []kubernetes.Interface, sto
 func loadClient(t *testing.T, s *framework.Server) kubernetes.Interface {
 	cfg := s.AdminConfig()
 	cfg.Timeout = 20 * time.Second
-	return kubeClient(t, cfg)
+	return framework.KubeClient(t, cfg)
 }
 
 // presetTimeline records when each preset had reached the admission of
@@ -165,7 +165,7 @@ type presetTimeline map[string]time.Time
 // until every server in up applies it, and records when.
 func (pt presetTimeline) writePreset(t *testing.T, ns, name string, via *framework.Server, up ...*framework.Server) {
 	t.Helper()
-	_, err := settingsClient(t, via).SettingsV1alpha1().PodPresets(ns).Create(context.Background(), &settingsv1alpha1.PodPreset{
+	_, err := framework.SettingsClient(t, via.AdminConfig()).SettingsV1alpha1().PodPresets(ns).Create(context.Background(), &settingsv1alpha1.PodPreset{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: settingsv1alpha1.PodPresetSpec{
 			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "load"}},
@@ -176,7 +176,7 @@ func (pt presetTimeline) writePreset(t *testing.T, ns, name string, via *framewo
 		t.Fatalf("creating PodPreset %s: %v", name, err)
 	}
 	for _, s := range up {
-		waitForPreset(t, kubeClient(t, s.AdminConfig()), ns, loadPod("probe", map[string]string{"app": "load"}), "podpreset-"+name, true)
+		waitForPreset(t, framework.KubeClient(t, s.AdminConfig()), ns, framework.Pod("probe", map[string]string{"app": "load"}, "app"), "podpreset-"+name, true)
 	}
 	pt[name] = time.Now()
 }
@@ -221,7 +221,7 @@ func TestFaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			ns := tc.ns
-			createNamespace(t, ns, nil)
+			framework.CreateNamespace(t, serverA.AdminConfig(), ns, nil)
 			presets := presetTimeline{}
 			presets.writePreset(t, ns, "before", serverA, serverA, serverB)
 
@@ -278,7 +278,7 @@ func checkLoad(t *testing.T, ns string, l *load, presets presetTimeline) {
 		t.Errorf("pod %s was never stored: %v", name, err)
 	}
 	for _, s := range []*framework.Server{serverA, serverB} {
-		list, err := kubeClient(t, s.AdminConfig()).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+		list, err := framework.KubeClient(t, s.AdminConfig()).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

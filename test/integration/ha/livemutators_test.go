@@ -26,54 +26,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
 var assignMetadataGVR = schema.GroupVersionResource{Group: "mutations.gatekeeper.sh", Version: "v1", Resource: "assignmetadata"}
 
-// annotationMutator adds annotation key: "yes" to the pods of namespace.
-func annotationMutator(t testing.TB, name, namespace, key string) *unstructured.Unstructured {
-	t.Helper()
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(`apiVersion: mutations.gatekeeper.sh/v1
-kind: AssignMetadata
-metadata:
-  name: `+name+`
-spec:
-  match:
-    scope: Namespaced
-    kinds:
-    - apiGroups: [""]
-      kinds: ["Pod"]
-    namespaces: ["`+namespace+`"]
-  location: "metadata.annotations.`+key+`"
-  parameters:
-    assign:
-      value: "yes"
-`), &u.Object); err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
-
-func dynamicClient(t testing.TB, s *framework.Server) dynamic.Interface {
-	t.Helper()
-	c, err := dynamic.NewForConfig(s.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // annotated reports whether a pod sent to client now gets the annotation.
 func annotated(t *testing.T, client kubernetes.Interface, ns, key string) bool {
 	t.Helper()
-	out, err := probe(context.Background(), client, ns, loadPod("probe", nil))
+	out, err := probe(context.Background(), client, ns, framework.Pod("probe", nil, "app"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,17 +49,17 @@ func annotated(t *testing.T, client kubernetes.Interface, ns, key string) bool {
 func TestLiveMutatorsAcrossServers(t *testing.T) {
 	ctx := context.Background()
 	const ns = "ha-live"
-	createNamespace(t, ns, nil)
-	mutatorsA := dynamicClient(t, serverA).Resource(assignMetadataGVR)
-	mutatorsB := dynamicClient(t, serverB).Resource(assignMetadataGVR)
-	clientB := kubeClient(t, serverB.AdminConfig())
+	framework.CreateNamespace(t, serverA.AdminConfig(), ns, nil)
+	mutatorsA := framework.DynamicClient(t, serverA.AdminConfig()).Resource(assignMetadataGVR)
+	mutatorsB := framework.DynamicClient(t, serverB.AdminConfig()).Resource(assignMetadataGVR)
+	clientB := framework.KubeClient(t, serverB.AdminConfig())
 
-	if _, err := mutatorsA.Create(ctx, annotationMutator(t, "ha-live", ns, "live"), metav1.CreateOptions{}); err != nil {
+	if _, err := mutatorsA.Create(ctx, framework.AnnotationMutator(t, "ha-live", ns, "live", "yes"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "B to enforce the mutator created on A", func() bool { return annotated(t, clientB, ns, "live") })
+	framework.Poll(t, "B to enforce the mutator created on A", func() bool { return annotated(t, clientB, ns, "live") })
 
-	waitFor(t, "both servers' status entries", func() bool {
+	framework.Poll(t, "both servers' status entries", func() bool {
 		u, err := mutatorsB.Get(ctx, "ha-live", metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -116,7 +79,7 @@ func TestLiveMutatorsAcrossServers(t *testing.T) {
 	if err := mutatorsA.Delete(ctx, "ha-live", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "B to stop enforcing the mutator deleted on A", func() bool { return !annotated(t, clientB, ns, "live") })
+	framework.Poll(t, "B to stop enforcing the mutator deleted on A", func() bool { return !annotated(t, clientB, ns, "live") })
 }
 
 // TestLiveMutatorPropagationWindow measures how long after A answers the
@@ -124,14 +87,14 @@ func TestLiveMutatorsAcrossServers(t *testing.T) {
 func TestLiveMutatorPropagationWindow(t *testing.T) {
 	ctx := context.Background()
 	const ns = "ha-live-window"
-	createNamespace(t, ns, nil)
-	mutatorsA := dynamicClient(t, serverA).Resource(assignMetadataGVR)
-	clientB := kubeClient(t, serverB.AdminConfig())
+	framework.CreateNamespace(t, serverA.AdminConfig(), ns, nil)
+	mutatorsA := framework.DynamicClient(t, serverA.AdminConfig()).Resource(assignMetadataGVR)
+	clientB := framework.KubeClient(t, serverB.AdminConfig())
 	windows := make([]time.Duration, 0, propagationTries)
 	already := 0
 	for try := range propagationTries {
 		name, key := fmt.Sprintf("ha-window-%d", try), fmt.Sprintf("try-%d", try)
-		if _, err := mutatorsA.Create(ctx, annotationMutator(t, name, ns, key), metav1.CreateOptions{}); err != nil {
+		if _, err := mutatorsA.Create(ctx, framework.AnnotationMutator(t, name, ns, key, "yes"), metav1.CreateOptions{}); err != nil {
 			t.Fatalf("try %d: %v", try, err)
 		}
 		written := time.Now()
@@ -154,14 +117,5 @@ func TestLiveMutatorPropagationWindow(t *testing.T) {
 	}
 	sort.Slice(windows, func(i, j int) bool { return windows[i] < windows[j] })
 	t.Logf("propagation window, mutator create answered by A until a pod sent to B gets it, %d tries: p50 %v, p99 %v, max %v; B already had it when A answered in %d tries",
-		len(windows), quantile(windows, 0.50), quantile(windows, 0.99), windows[len(windows)-1], already)
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	}); err != nil {
-		t.Fatalf("timed out waiting for %s", what)
-	}
+		len(windows), framework.Percentile(windows, 50), framework.Percentile(windows, 99), windows[len(windows)-1], already)
 }

@@ -35,13 +35,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 
-	settingsclient "github.com/admitkit/admitkit/generated/clientset/versioned"
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
@@ -60,18 +56,11 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	// The servers log a lot; keep it in a file and show where on failure.
-	logFile, err := os.CreateTemp("", "admitkit-ha-*.log")
+	logFile, err := framework.LogToFile("admitkit-ha-*.log")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer logFile.Close()
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	_ = klogFlags.Set("logtostderr", "false")
-	_ = klogFlags.Set("alsologtostderr", "false")
-	_ = klogFlags.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(logFile)
 
 	c, err := framework.StartCluster(framework.ClusterConfig{Server: serverConfig()})
 	if err != nil {
@@ -84,11 +73,7 @@ func run(m *testing.M) int {
 	if err := cluster.Cleanup(); err != nil {
 		fmt.Fprintf(os.Stderr, "stopping the cluster: %v\n", err)
 	}
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "server log: %s\n", logFile.Name())
-	} else {
-		os.Remove(logFile.Name())
-	}
+	logFile.Finish(code)
 	return code
 }
 
@@ -106,14 +91,7 @@ func serverConfig() framework.Config {
 	}
 }
 
-const admissionConfig = `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: LocationMutator
-  configuration:
-    apiVersion: locationmutator.admission.admitkit.io/v1alpha1
-    kind: Configuration
-    mutators:
+var admissionConfig = framework.AdmissionConfiguration(framework.LocationMutatorConfiguration(`    mutators:
     - apiVersion: mutations.gatekeeper.sh/v1
       kind: Assign
       metadata: {name: ha-always-pull}
@@ -126,41 +104,7 @@ plugins:
         parameters:
           assign: {value: Always}
     watchMutators: true
-`
-
-func kubeClient(t testing.TB, cfg *rest.Config) kubernetes.Interface {
-	t.Helper()
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func settingsClient(t testing.TB, s *framework.Server) settingsclient.Interface {
-	t.Helper()
-	c, err := settingsclient.NewForConfig(s.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// createNamespace creates ns with its default ServiceAccount (which the
-// ServiceAccount plugin requires and no controller makes here).
-func createNamespace(t testing.TB, ns string, labels map[string]string) {
-	t.Helper()
-	ctx := context.Background()
-	client := kubeClient(t, serverA.AdminConfig())
-	_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating namespace %s: %v", ns, err)
-	}
-	_, err = client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating service account %s/default: %v", ns, err)
-	}
-}
+`))
 
 const presetAnnotationPrefix = "podpreset.admission.kubernetes.io/"
 
@@ -174,13 +118,6 @@ func presetsOn(pod *corev1.Pod) map[string]bool {
 		}
 	}
 	return got
-}
-
-func loadPod(name string, labels map[string]string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:1"}}},
-	}
 }
 
 // probe creates pod in ns on client with dry-run: it runs through

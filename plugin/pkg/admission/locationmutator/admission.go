@@ -53,6 +53,7 @@ import (
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/notsynced"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/versioned"
 )
 
@@ -372,9 +373,7 @@ func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, ob
 // mutator the user has applied.
 func notSynced(a admission.Attributes) error {
 	notSyncedRefusals.Inc()
-	err := apierrors.NewServiceUnavailable(fmt.Sprintf("the %s admission plugin has not read the mutators from the API yet; retry the %s", PluginName, strings.ToLower(string(a.GetOperation()))))
-	err.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
-	return err
+	return notsynced.Error(fmt.Sprintf("the %s admission plugin has not read the mutators from the API yet; retry the %s", PluginName, strings.ToLower(string(a.GetOperation()))))
 }
 
 // refuse turns an error of the mutators into the request's refusal.

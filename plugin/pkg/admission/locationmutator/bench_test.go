@@ -28,16 +28,12 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 )
 
+// deploymentOnlyAssigns are n Assigns for Deployments: a pod matches none.
 func deploymentOnlyAssigns(n int) []string {
+	format := readTestdata("deployment-only-assign.yaml.fmt")
 	out := make([]string, n)
 	for i := range out {
-		out[i] = fmt.Sprintf(`apiVersion: mutations.gatekeeper.sh/v1
-kind: Assign
-metadata: {name: deploy-%04d}
-spec:
-  applyTo: [{groups: [apps], versions: [v1], kinds: [Deployment]}]
-  location: spec.template.spec.containers[name:*].env[name:N%d].value
-  parameters: {assign: {value: "x"}}`, i, i)
+		out[i] = fmt.Sprintf(format, i)
 	}
 	return out
 }

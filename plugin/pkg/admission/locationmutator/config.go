@@ -25,25 +25,23 @@ import (
 	"path/filepath"
 	"strings"
 
-	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/pluginconfig"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/strictjson"
 )
 
 // ReadConfiguration decodes the plugin configuration strictly. A nil reader
 // or an empty document gives an empty Configuration (no mutators).
 func ReadConfiguration(r io.Reader) (*v1alpha1.Configuration, error) {
 	cfg := &v1alpha1.Configuration{}
-	if r == nil {
-		return cfg, nil
-	}
-	data, err := io.ReadAll(r)
+	data, err := pluginconfig.Read(r)
 	if err != nil {
 		return nil, fmt.Errorf("reading the %s configuration: %w", PluginName, err)
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
+	if data == nil {
 		return cfg, nil
 	}
 	js, err := yaml.YAMLToJSONStrict(data)
@@ -53,12 +51,8 @@ func ReadConfiguration(r io.Reader) (*v1alpha1.Configuration, error) {
 	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
 		return cfg, nil
 	}
-	strict, err := kjson.UnmarshalStrict(js, cfg, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
-	if err != nil {
+	if err := strictjson.Unmarshal(js, cfg); err != nil {
 		return nil, fmt.Errorf("%s configuration: %w", PluginName, err)
-	}
-	if len(strict) > 0 {
-		return nil, fmt.Errorf("%s configuration: %w", PluginName, errors.Join(strict...))
 	}
 	if cfg.APIVersion != v1alpha1.APIVersion || cfg.Kind != v1alpha1.Kind {
 		return nil, fmt.Errorf("%s configuration: want apiVersion %s and kind %s, got %q and %q", PluginName, v1alpha1.APIVersion, v1alpha1.Kind, cfg.APIVersion, cfg.Kind)

@@ -20,21 +20,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	eventrecord "k8s.io/client-go/tools/record"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/events"
 )
 
 // newEventRecorder returns the sink of the live source's Warning Events,
 // which stops when stop closes.
 func newEventRecorder(client kubernetes.Interface, stop <-chan struct{}) eventSink {
-	broadcaster := eventrecord.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "locationmutator-admission"})
-	go func() {
-		<-stop
-		broadcaster.Shutdown()
-	}()
+	recorder := events.NewRecorder(client, "locationmutator-admission", stop)
 	return func(obj runtime.Object, reason, message string) {
 		recorder.Event(obj, corev1.EventTypeWarning, reason, message)
 	}

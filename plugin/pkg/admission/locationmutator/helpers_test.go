@@ -17,6 +17,9 @@ limitations under the License.
 package locationmutator
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -27,6 +30,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internaltest"
 )
 
 var (
@@ -50,14 +55,19 @@ func config(mutators ...string) string {
 	return b.String()
 }
 
-const pullAlways = `apiVersion: mutations.gatekeeper.sh/v1
-kind: Assign
-metadata: {name: always-pull}
-spec:
-  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
-  match: {excludedNamespaces: [kube-system]}
-  location: "spec.containers[name:*].imagePullPolicy"
-  parameters: {assign: {value: Always}}`
+// pullAlways and deploymentOnlyAssigns' format live in testdata, which
+// test/bench/gatekeeper reads too, so both benchmark the same mutators.
+var pullAlways = readTestdata("pull-always.yaml")
+
+// readTestdata returns a file of testdata without its final newline. A
+// file it cannot read gives a document that fails to decode, naming it.
+func readTestdata(name string) string {
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		return fmt.Sprintf("unreadable testdata: %v", err)
+	}
+	return strings.TrimSuffix(string(data), "\n")
+}
 
 const ownerLabel = `apiVersion: mutations.gatekeeper.sh/v1
 kind: AssignMetadata
@@ -78,11 +88,7 @@ func newTestPlugin(t testing.TB, cfg string) *Plugin {
 
 func testScheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
-	s := runtime.NewScheme()
-	if err := corev1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return internaltest.Scheme(t, corev1.AddToScheme)
 }
 
 func attrs(obj runtime.Object, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource, ns, name string, op admission.Operation, sub string) admission.Attributes {

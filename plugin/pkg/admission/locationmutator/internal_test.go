@@ -22,10 +22,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	admissiontesting "k8s.io/apiserver/pkg/admission/testing"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internaltest"
 )
 
 // internalPod stands in for k8s.io/kubernetes' core.Pod, the object
@@ -60,33 +61,23 @@ type conversions struct{ toV1, fromV1 int }
 func internalScheme(t *testing.T, counts *conversions) *runtime.Scheme {
 	t.Helper()
 	s := testScheme(t)
-	s.AddKnownTypeWithName(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind().WithVersion(runtime.APIVersionInternal), &internalPod{})
-	err := s.AddConversionFunc((*internalPod)(nil), (*corev1.Pod)(nil), func(a, b any, _ conversion.Scope) error {
-		counts.toV1++
-		in, out := a.(*internalPod), b.(*corev1.Pod)
-		in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-		out.Spec.Containers = nil
-		for _, c := range in.Containers {
-			out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Image: c.Image, ImagePullPolicy: corev1.PullPolicy(c.PullPolicy)})
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.AddConversionFunc((*corev1.Pod)(nil), (*internalPod)(nil), func(a, b any, _ conversion.Scope) error {
-		counts.fromV1++
-		in, out := a.(*corev1.Pod), b.(*internalPod)
-		in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-		out.Containers = nil
-		for _, c := range in.Spec.Containers {
-			out.Containers = append(out.Containers, internalContainer{Name: c.Name, Image: c.Image, PullPolicy: string(c.ImagePullPolicy)})
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	internaltest.StandIn(t, s, corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), &internalPod{},
+		func(in *internalPod, out *corev1.Pod) {
+			counts.toV1++
+			in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+			out.Spec.Containers = nil
+			for _, c := range in.Containers {
+				out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Image: c.Image, ImagePullPolicy: corev1.PullPolicy(c.PullPolicy)})
+			}
+		},
+		func(in *corev1.Pod, out *internalPod) {
+			counts.fromV1++
+			in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+			out.Containers = nil
+			for _, c := range in.Spec.Containers {
+				out.Containers = append(out.Containers, internalContainer{Name: c.Name, Image: c.Image, PullPolicy: string(c.ImagePullPolicy)})
+			}
+		})
 	return s
 }
 

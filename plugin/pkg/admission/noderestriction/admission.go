@@ -56,7 +56,8 @@ func Register(plugins *admission.Plugins) {
 		if err != nil {
 			return nil, err
 		}
-		return NewPlugin(NewDefaultNodeIdentifier(), cfg)
+		// LoadConfiguration has validated cfg: validate it once.
+		return newPlugin(NewDefaultNodeIdentifier(), cfg), nil
 	})
 }
 
@@ -68,6 +69,11 @@ func NewPlugin(nodeIdentifier NodeIdentifier, config *v1alpha1.Configuration) (*
 	if errs := config.Validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: invalid configuration: %w", PluginName, errs.ToAggregate())
 	}
+	return newPlugin(nodeIdentifier, config), nil
+}
+
+// newPlugin is NewPlugin for a configuration already validated.
+func newPlugin(nodeIdentifier NodeIdentifier, config *v1alpha1.Configuration) *Plugin {
 	for _, label := range steeringAllowances(config) {
 		klog.InfoS("Warning: NodeRestriction lets every node set a label that workloads are steered by; a compromised node can use it to draw them",
 			"allowedLabel", label)
@@ -86,7 +92,7 @@ func NewPlugin(nodeIdentifier NodeIdentifier, config *v1alpha1.Configuration) (*
 		nodeIdentifier: nodeIdentifier,
 		allow:          kubeletAllowances(config),
 		scoped:         newScopedAccounts(config),
-	}, nil
+	}
 }
 
 // Plugin is the NodeRestriction admission plugin. Build it with NewPlugin.

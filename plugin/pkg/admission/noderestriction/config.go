@@ -17,7 +17,6 @@ limitations under the License.
 package noderestriction
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"slices"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/apis/v1alpha1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/pluginconfig"
 )
 
 // LoadConfiguration reads the plugin's AdmissionConfiguration settings, YAML
@@ -34,16 +34,17 @@ import (
 // does not silently leave a node with fewer (or more) rights than intended;
 // so is any failure of Configuration.Validate, reported with the field path.
 func LoadConfiguration(config io.Reader) (*v1alpha1.Configuration, error) {
-	if config == nil {
-		return nil, nil
-	}
-	data, err := io.ReadAll(config)
+	data, err := pluginconfig.Read(config)
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading configuration: %w", PluginName, err)
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
+	if data == nil {
 		return nil, nil
 	}
+	// Decoded by sigs.k8s.io/yaml's strict mode, not package strictjson:
+	// field names match case-insensitively and errors name the bare field
+	// (`unknown field "labelSelector"`), which configurations written for
+	// earlier releases and their error checks rely on.
 	cfg := &v1alpha1.Configuration{}
 	if err := yaml.UnmarshalStrict(data, cfg); err != nil {
 		return nil, fmt.Errorf("%s: decoding configuration: %w", PluginName, err)

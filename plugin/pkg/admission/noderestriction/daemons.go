@@ -28,6 +28,8 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/apis/v1alpha1"
 )
 
+// scopedAccount is a node-scoped service account as the rules use it.
+//
 // Node daemons (a DaemonSet's CNI agent, device plugin, DRA kubelet plugin)
 // run as service accounts whose RBAC reaches every Node, pod and
 // ResourceSlice of the cluster, although each pod only ever needs those of
@@ -45,8 +47,6 @@ import (
 // its node's name alone, the uid is empty when the Node did not exist when
 // the token was issued, and comparing it with the informer's Node would
 // refuse a daemon's requests while its new Node is still on its way there.
-
-// scopedAccount is a node-scoped service account as the rules use it.
 type scopedAccount struct {
 	// name is "<namespace>/<name>", for messages.
 	name  string

@@ -25,12 +25,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internaltest"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
 )
 
@@ -155,38 +155,13 @@ func fromReorderedTokenRequest(r *reorderedTokenRequest, tr *authenticationv1.To
 // use. The eviction and the lease have none: their rules read metadata only.
 func internalScheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, authenticationv1.AddToScheme, policyv1.AddToScheme, coordinationv1.AddToScheme} {
-		if err := add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	internal := func(group, kind string) schema.GroupVersionKind {
-		return schema.GroupVersionKind{Group: group, Version: runtime.APIVersionInternal, Kind: kind}
-	}
-	s.AddKnownTypeWithName(internal("", "Pod"), &internalPod{})
-	s.AddKnownTypeWithName(internal("", "Node"), &reorderedNode{})
-	s.AddKnownTypeWithName(internal("authentication.k8s.io", "TokenRequest"), &reorderedTokenRequest{})
-	s.AddKnownTypeWithName(internal("policy", "Eviction"), &internalEviction{})
-	s.AddKnownTypeWithName(internal("coordination.k8s.io", "Lease"), &internalLease{})
-	for _, err := range []error{
-		s.AddConversionFunc((*internalPod)(nil), (*corev1.Pod)(nil), func(a, b any, _ conversion.Scope) error {
-			*b.(*corev1.Pod) = *(*corev1.Pod)(a.(*internalPod)).DeepCopy()
-			return nil
-		}),
-		s.AddConversionFunc((*reorderedNode)(nil), (*corev1.Node)(nil), func(a, b any, _ conversion.Scope) error {
-			fromReorderedNode(a.(*reorderedNode), b.(*corev1.Node))
-			return nil
-		}),
-		s.AddConversionFunc((*reorderedTokenRequest)(nil), (*authenticationv1.TokenRequest)(nil), func(a, b any, _ conversion.Scope) error {
-			fromReorderedTokenRequest(a.(*reorderedTokenRequest), b.(*authenticationv1.TokenRequest))
-			return nil
-		}),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := internaltest.Scheme(t, corev1.AddToScheme, authenticationv1.AddToScheme, policyv1.AddToScheme, coordinationv1.AddToScheme)
+	internaltest.StandIn(t, s, schema.GroupKind{Kind: "Pod"}, &internalPod{},
+		func(in *internalPod, out *corev1.Pod) { *out = *(*corev1.Pod)(in).DeepCopy() }, nil)
+	internaltest.StandIn(t, s, schema.GroupKind{Kind: "Node"}, &reorderedNode{}, fromReorderedNode, nil)
+	internaltest.StandIn(t, s, schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}, &reorderedTokenRequest{}, fromReorderedTokenRequest, nil)
+	internaltest.StandIn[*internalEviction, *policyv1.Eviction](t, s, schema.GroupKind{Group: "policy", Kind: "Eviction"}, &internalEviction{}, nil, nil)
+	internaltest.StandIn[*internalLease, *coordinationv1.Lease](t, s, schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}, &internalLease{}, nil, nil)
 	return s
 }
 

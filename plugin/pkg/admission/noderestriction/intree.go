@@ -38,42 +38,34 @@ const (
 // inTreeInlineCSIDriver returns the CSI driver an inline in-tree volume
 // migrates to, or "" when it does not migrate.
 func inTreeInlineCSIDriver(v *corev1.VolumeSource) string {
-	switch {
-	case v.AWSElasticBlockStore != nil:
-		return awsEBSCSIDriver
-	case v.GCEPersistentDisk != nil:
-		return gcePDCSIDriver
-	case v.AzureDisk != nil:
-		return azureDiskCSIDriver
-	case v.AzureFile != nil:
-		return azureFileCSIDriver
-	case v.Cinder != nil:
-		return cinderCSIDriver
-	case v.VsphereVolume != nil:
-		return vSphereCSIDriver
-	case v.PortworxVolume != nil:
-		return portworxCSIDriver
-	}
-	return ""
+	return migratedCSIDriver(v.AWSElasticBlockStore != nil, v.GCEPersistentDisk != nil, v.AzureDisk != nil, v.AzureFile != nil, v.Cinder != nil, v.VsphereVolume != nil, v.PortworxVolume != nil)
 }
 
 // inTreePersistentCSIDriver returns the CSI driver an in-tree persistent
 // volume migrates to, or "" when it does not migrate.
 func inTreePersistentCSIDriver(v *corev1.PersistentVolumeSource) string {
+	return migratedCSIDriver(v.AWSElasticBlockStore != nil, v.GCEPersistentDisk != nil, v.AzureDisk != nil, v.AzureFile != nil, v.Cinder != nil, v.VsphereVolume != nil, v.PortworxVolume != nil)
+}
+
+// migratedCSIDriver holds the one mapping from in-tree plugin to CSI
+// driver. Inline and persistent volume sources name the same plugins with
+// fields of different Go types, so each caller says which plugins its
+// source sets, in this order; a source sets at most one.
+func migratedCSIDriver(awsEBS, gcePD, azureDisk, azureFile, cinder, vSphere, portworx bool) string {
 	switch {
-	case v.AWSElasticBlockStore != nil:
+	case awsEBS:
 		return awsEBSCSIDriver
-	case v.GCEPersistentDisk != nil:
+	case gcePD:
 		return gcePDCSIDriver
-	case v.AzureDisk != nil:
+	case azureDisk:
 		return azureDiskCSIDriver
-	case v.AzureFile != nil:
+	case azureFile:
 		return azureFileCSIDriver
-	case v.Cinder != nil:
+	case cinder:
 		return cinderCSIDriver
-	case v.VsphereVolume != nil:
+	case vSphere:
 		return vSphereCSIDriver
-	case v.PortworxVolume != nil:
+	case portworx:
 		return portworxCSIDriver
 	}
 	return ""

@@ -18,7 +18,6 @@ package noderestriction
 
 import (
 	"fmt"
-	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,23 +29,6 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/versioned"
 )
 
-// Inside kube-apiserver an admission plugin sees internal objects
-// (k8s.io/kubernetes pkg/apis/...), which admitkit cannot import; elsewhere,
-// and in tests, it sees k8s.io/api types. Every rule is written once, on
-// k8s.io/api types: it reads metadata, which both kinds of object share,
-// through meta.Accessor, and converts an object (package versioned) only
-// once identity and resource are decided and only when it needs more.
-
-// isNilObject reports a nil interface or a typed nil pointer, which a
-// careless caller (or the fuzzer) may put into the attributes.
-func isNilObject(obj runtime.Object) bool {
-	if obj == nil {
-		return true
-	}
-	v := reflect.ValueOf(obj)
-	return v.Kind() == reflect.Pointer && v.IsNil()
-}
-
 // unexpectedType is the error a rule returns when the object is not the kind
 // it handles; the text is upstream's, word for word, whatever the reason.
 func unexpectedType(obj runtime.Object) error {
@@ -56,11 +38,18 @@ func unexpectedType(obj runtime.Object) error {
 // asVersioned returns obj as the k8s.io/api type *T of gvk, converting an
 // internal object with the chain's scheme, or the "unexpected type" error
 // upstream's type assertion gives.
+//
+// Inside kube-apiserver an admission plugin sees internal objects
+// (k8s.io/kubernetes pkg/apis/...), which admitkit cannot import; elsewhere,
+// and in tests, it sees k8s.io/api types. Every rule is written once, on
+// k8s.io/api types: it reads metadata, which both kinds of object share,
+// through meta.Accessor, and converts an object (package versioned) only
+// once identity and resource are decided and only when it needs more.
 func asVersioned[T any, PT interface {
 	*T
 	runtime.Object
 }](obj runtime.Object, gvk schema.GroupVersionKind, o admission.ObjectInterfaces) (PT, error) {
-	if isNilObject(obj) {
+	if versioned.IsNil(obj) {
 		return nil, unexpectedType(obj)
 	}
 	typed, err := versioned.As[T, PT](obj, gvk, o)
@@ -109,7 +98,7 @@ func readPart[T, F any, PT interface {
 // internal included, without converting it. versionedTypes short-circuits
 // the common case; the typer answers for internal objects.
 func isKind(obj runtime.Object, gk schema.GroupKind, o admission.ObjectInterfaces, versionedTypes func(runtime.Object) bool) bool {
-	if isNilObject(obj) {
+	if versioned.IsNil(obj) {
 		return false
 	}
 	if versionedTypes(obj) {
@@ -133,7 +122,7 @@ func isKind(obj runtime.Object, gk schema.GroupKind, o admission.ObjectInterface
 // objectName reads metadata.name of any object that has ObjectMeta;
 // internal and versioned objects share metav1.ObjectMeta.
 func objectName(obj runtime.Object) (string, error) {
-	if isNilObject(obj) {
+	if versioned.IsNil(obj) {
 		return "", fmt.Errorf("no object")
 	}
 	accessor, err := meta.Accessor(obj)

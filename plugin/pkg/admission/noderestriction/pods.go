@@ -152,10 +152,10 @@ func (p *Plugin) validatePodStatus(nodeName string, a admission.Attributes, o ad
 	return nil
 }
 
-// The claim-status comparisons read the fields Kubernetes 1.37 compares,
-// element by element, no more and no less: they are its rule, not a deep
-// equality, so Semantic.DeepEqual would judge differently.
-
+// claimStatusesEqual and the comparisons below it read the fields
+// Kubernetes 1.37 compares, element by element, no more and no less: they
+// are its rule, not a deep equality, so Semantic.DeepEqual would judge
+// differently.
 func claimStatusesEqual(x, y []corev1.PodResourceClaimStatus) bool {
 	return slices.EqualFunc(x, y, func(a, b corev1.PodResourceClaimStatus) bool {
 		return a.Name == b.Name && stringPtrEqual(a.ResourceClaimName, b.ResourceClaimName)

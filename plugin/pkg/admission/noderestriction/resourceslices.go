@@ -24,6 +24,8 @@ import (
 	resourcev1beta2 "k8s.io/api/resource/v1beta2"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/versioned"
 )
 
 var resourceSliceGVK = resourcev1.SchemeGroupVersion.WithKind("ResourceSlice")
@@ -76,7 +78,7 @@ func validateResourceSlice(nodeName string, updates bool, a admission.Attributes
 // served version, "" when unset (v1beta1 has a plain string, the others a
 // pointer; a node name is never empty, so "" cannot match).
 func resourceSliceNodeName(obj runtime.Object, o admission.ObjectInterfaces) (string, error) {
-	if isNilObject(obj) {
+	if versioned.IsNil(obj) {
 		return "", unexpectedType(obj)
 	}
 	if name, ok := versionedResourceSliceNodeName(obj); ok {

@@ -63,7 +63,7 @@ func (p *Plugin) validatePVCStatus(nodeName string, a admission.Attributes, o ad
 // Kubernetes does: inside kube-apiserver those are internal claims, whose
 // printed form (field names, order) differs from v1's.
 func pvcDiff(oldPVC, newPVC *corev1.PersistentVolumeClaim, original runtime.Object, o admission.ObjectInterfaces) string {
-	if _, ok := original.(*corev1.PersistentVolumeClaim); ok || isNilObject(original) || o == nil || reflect.TypeOf(original).Kind() != reflect.Pointer {
+	if _, ok := original.(*corev1.PersistentVolumeClaim); ok || versioned.IsNil(original) || o == nil || reflect.TypeOf(original).Kind() != reflect.Pointer {
 		return diff.Diff(oldPVC, newPVC)
 	}
 	oldOut := reflect.New(reflect.TypeOf(original).Elem()).Interface().(runtime.Object)

@@ -52,8 +52,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -61,6 +59,8 @@ import (
 
 	settingsinformers "github.com/admitkit/admitkit/generated/informers/externalversions"
 	"github.com/admitkit/admitkit/plugin/initializer"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/events"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/notsynced"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/versioned"
 )
 
@@ -195,16 +195,10 @@ func (p *Plugin) ValidateInitialization() error {
 // broadcaster and, without a settings informer factory, the preset watches
 // through the dynamic client. All of them end when the server drains.
 func (p *Plugin) start() {
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: p.client.CoreV1().Events("")})
-	p.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "podpreset-admission"})
+	p.recorder = events.NewRecorder(p.client, "podpreset-admission", p.stop)
 	if !p.watching {
 		p.watchThroughDynamicClient()
 	}
-	go func() {
-		<-p.stop
-		broadcaster.Shutdown()
-	}()
 }
 
 var podsResource = corev1.Resource("pods")
@@ -307,9 +301,7 @@ func (p *Plugin) checkSynced(ctx context.Context, a admission.Attributes) error 
 		if !synced() {
 			notSyncedRefusals.Inc()
 			klog.FromContext(ctx).V(2).Info("Pod create refused until the PodPreset cache has synced", "namespace", a.GetNamespace())
-			err := apierrors.NewServiceUnavailable("the PodPreset admission plugin has not synced its PodPreset cache yet; retry the create")
-			err.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
-			return err
+			return notsynced.Error("the PodPreset admission plugin has not synced its PodPreset cache yet; retry the create")
 		}
 	}
 	p.ready.Store(true)

@@ -86,13 +86,13 @@ func newPresetIndex() *presetIndex {
 func compile(kind string, m *metav1.ObjectMeta, spec settingsv1alpha1.PodPresetSpec, namespaceSelector *metav1.LabelSelector) *compiledPreset {
 	c := &compiledPreset{preset: preset{kind: kind, name: m.Name, resourceVersion: m.ResourceVersion, spec: spec,
 		containers: newContainerPicker(spec.Containers), initContainers: newContainerPicker(spec.InitContainers)}}
-	c.selector, c.err = compileSelector(&c.spec.Selector)
+	c.selector, c.err = compilePresetSelector(&c.spec.Selector)
 	if c.err != nil {
 		c.err = fmt.Errorf("spec.selector: %w", c.err)
 		return c
 	}
 	if namespaceSelector != nil {
-		if c.namespaceSelector, c.err = compileSelector(namespaceSelector); c.err != nil {
+		if c.namespaceSelector, c.err = compilePresetSelector(namespaceSelector); c.err != nil {
 			c.err = fmt.Errorf("spec.namespaceSelector: %w", c.err)
 		}
 	}

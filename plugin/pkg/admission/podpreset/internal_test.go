@@ -22,11 +22,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internaltest"
 )
 
 // internalPod stands in for kube-apiserver's internal core.Pod: a Go type
@@ -53,31 +53,18 @@ func (in *internalPod) DeepCopyObject() runtime.Object {
 // conversions it makes.
 func internalScheme(t *testing.T, conversions *int) admission.ObjectInterfaces {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	scheme.AddKnownTypeWithName(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind().WithVersion(runtime.APIVersionInternal), &internalPod{})
-	toV1 := func(a, b interface{}, _ conversion.Scope) error {
-		in, out := a.(*internalPod), b.(*corev1.Pod)
-		*conversions++
-		in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-		in.Spec.DeepCopyInto(&out.Spec)
-		return nil
-	}
-	fromV1 := func(a, b interface{}, _ conversion.Scope) error {
-		in, out := a.(*corev1.Pod), b.(*internalPod)
-		*conversions++
-		in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-		in.Spec.DeepCopyInto(&out.Spec)
-		return nil
-	}
-	if err := scheme.AddConversionFunc((*internalPod)(nil), (*corev1.Pod)(nil), toV1); err != nil {
-		t.Fatal(err)
-	}
-	if err := scheme.AddConversionFunc((*corev1.Pod)(nil), (*internalPod)(nil), fromV1); err != nil {
-		t.Fatal(err)
-	}
+	scheme := internaltest.Scheme(t, corev1.AddToScheme)
+	internaltest.StandIn(t, scheme, corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), &internalPod{},
+		func(in *internalPod, out *corev1.Pod) {
+			*conversions++
+			in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+			in.Spec.DeepCopyInto(&out.Spec)
+		},
+		func(in *corev1.Pod, out *internalPod) {
+			*conversions++
+			in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+			in.Spec.DeepCopyInto(&out.Spec)
+		})
 	return admission.NewObjectInterfacesFromScheme(scheme)
 }
 

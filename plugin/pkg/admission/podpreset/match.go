@@ -34,12 +34,15 @@ type selector struct {
 
 type labelPair struct{ key, value string }
 
-// compileSelector gives the selector metav1.LabelSelectorAsSelector would
-// build, refusing what it refuses. Validation has already refused malformed
+// compilePresetSelector gives the selector metav1.LabelSelectorAsSelector
+// would build, refusing what it refuses. It is kept apart from the
+// LocationMutator's labels.Selector (package match) on purpose: it runs
+// for every preset on every pod create and matches without allocating,
+// which labels.Selector does not. Validation has already refused malformed
 // selectors when the preset was written; one that slips through (a preset
 // stored before validation existed) must fail loudly, never silently match
 // or miss.
-func compileSelector(s *metav1.LabelSelector) (selector, error) {
+func compilePresetSelector(s *metav1.LabelSelector) (selector, error) {
 	var c selector
 	for key, value := range s.MatchLabels {
 		c.labels = append(c.labels, labelPair{key, value})

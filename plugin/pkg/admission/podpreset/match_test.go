@@ -55,7 +55,7 @@ func TestSelectorMatches(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			compiled, err := compileSelector(&tc.selector)
+			compiled, err := compilePresetSelector(&tc.selector)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error = %v, want error %v", err, tc.wantErr)
 			}
@@ -99,7 +99,7 @@ func TestSelectorMatchesAgreesWithApimachinery(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		compiled, err := compileSelector(&s)
+		compiled, err := compilePresetSelector(&s)
 		if err != nil {
 			t.Fatal(err)
 		}

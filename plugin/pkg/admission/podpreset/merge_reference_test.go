@@ -229,9 +229,21 @@ func conflictTexts(conflicts []conflict) []string {
 	return out
 }
 
-func checkAgainstReference(t *testing.T, data []byte) {
+func checkAgainstReference(t *testing.T, data []byte) { checkMerges(t, data, 0) }
+
+// checkMerges compares the merges of the lists data generates, with pad
+// items that no preset names put before the pod's own. The generated lists
+// are shorter than linearSearchMax, so padding by linearSearchMax runs the
+// same collisions through the indexed search.
+func checkMerges(t *testing.T, data []byte, pad int) {
 	g := &generator{data: data}
 	env, envFrom, volumes, mounts := g.env(), g.envFrom(), g.volumes(), g.mounts()
+	for i := range pad {
+		env = append([]corev1.EnvVar{{Name: fmt.Sprintf("PAD%d", i), Value: "v"}}, env...)
+		envFrom = append([]corev1.EnvFromSource{configMapEnv(fmt.Sprintf("pad%d", i), "")}, envFrom...)
+		volumes = append([]corev1.Volume{emptyDir(fmt.Sprintf("pad%d", i))}, volumes...)
+		mounts = append([]corev1.VolumeMount{{Name: fmt.Sprintf("pad%d", i), MountPath: fmt.Sprintf("/pad%d", i)}}, mounts...)
+	}
 	presets := g.genPresets()
 	sameMerge(t, "env", env, presets, envList)
 	sameMerge(t, "envFrom", envFrom, presets, envFromList)
@@ -240,18 +252,17 @@ func checkAgainstReference(t *testing.T, data []byte) {
 }
 
 // The indexed merge agrees with the linear one on random pods and presets,
-// with small lists searched in order as usual, and with every list in a map.
+// with small lists searched in order, and with the pod's lists padded so
+// that every merge goes through the maps.
 func TestMergeListMatchesReference(t *testing.T) {
-	defer func(limit int) { linearSearchMax = limit }(linearSearchMax)
-	for _, limit := range []int{linearSearchMax, 0} {
-		linearSearchMax = limit
+	for _, pad := range []int{0, linearSearchMax} {
 		r := rand.New(rand.NewPCG(15, 1))
 		for i := 0; i < 3000; i++ {
 			data := make([]byte, r.IntN(200))
 			for j := range data {
 				data[j] = byte(r.UintN(256))
 			}
-			t.Run(fmt.Sprintf("linear-up-to-%d/%d", limit, i), func(t *testing.T) { checkAgainstReference(t, data) })
+			t.Run(fmt.Sprintf("padded-by-%d/%d", pad, i), func(t *testing.T) { checkMerges(t, data, pad) })
 		}
 	}
 }

@@ -114,11 +114,22 @@ func convertible(obj runtime.Object, gvk schema.GroupVersionKind, o admission.Ob
 	if obj == nil {
 		return fmt.Errorf("no object to read as %v", gvk)
 	}
-	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.IsNil() {
+	if IsNil(obj) {
 		return fmt.Errorf("no %T to read as %v", obj, gvk)
 	}
 	if o == nil {
 		return fmt.Errorf("no object convertor to read %T as %v", obj, gvk)
 	}
 	return nil
+}
+
+// IsNil reports a nil interface or a typed nil pointer: no object at all,
+// which a careless caller (or a fuzzer) may put into the attributes. A rule
+// asks before it reads the object, so that it refuses instead of panicking.
+func IsNil(obj runtime.Object) bool {
+	if obj == nil {
+		return true
+	}
+	v := reflect.ValueOf(obj)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }

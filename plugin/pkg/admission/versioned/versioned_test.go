@@ -23,8 +23,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internaltest"
 )
 
 // internalPod stands in for kube-apiserver's internal Pod: another Go type,
@@ -41,27 +42,10 @@ var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
 
 func objects(t *testing.T) admission.ObjectInterfaces {
 	t.Helper()
-	s := runtime.NewScheme()
-	if err := corev1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	s.AddKnownTypeWithName(schema.GroupVersionKind{Version: runtime.APIVersionInternal, Kind: "Pod"}, &internalPod{})
-	for _, err := range []error{
-		s.AddConversionFunc((*internalPod)(nil), (*corev1.Pod)(nil), func(a, b any, _ conversion.Scope) error {
-			in, out := a.(*internalPod), b.(*corev1.Pod)
-			out.ObjectMeta, out.Spec.NodeName = in.ObjectMeta, in.Host
-			return nil
-		}),
-		s.AddConversionFunc((*corev1.Pod)(nil), (*internalPod)(nil), func(a, b any, _ conversion.Scope) error {
-			in, out := a.(*corev1.Pod), b.(*internalPod)
-			out.ObjectMeta, out.Host = in.ObjectMeta, in.Spec.NodeName
-			return nil
-		}),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := internaltest.Scheme(t, corev1.AddToScheme)
+	internaltest.StandIn(t, s, podGVK.GroupKind(), &internalPod{},
+		func(in *internalPod, out *corev1.Pod) { out.ObjectMeta, out.Spec.NodeName = in.ObjectMeta, in.Host },
+		func(in *corev1.Pod, out *internalPod) { out.ObjectMeta, out.Host = in.ObjectMeta, in.Spec.NodeName })
 	return admission.NewObjectInterfacesFromScheme(s)
 }
 

@@ -27,8 +27,8 @@ import (
 // `:`, or is localhost) and the tag starts at the first `:` or `@` after the
 // domain. AssignImage replaces some of the three parts. The validation below
 // exists for convergence: if an assigned part could be read back as a
-// different part on the next pass, the image would keep growing.
-
+// different part on the next pass, the image would keep growing. These
+// expressions are the validation of each part.
 var (
 	imageDomainRE = regexp.MustCompile(`^(?:localhost|[A-Za-z0-9_][A-Za-z0-9_-]*\.[A-Za-z0-9_.-]*[A-Za-z0-9_])(?::[0-9]+)?$`)
 	imagePathRE   = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$`)

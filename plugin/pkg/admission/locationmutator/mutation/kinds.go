@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/strictjson"
 )
 
 // Kind is one of Gatekeeper's mutator kinds: how its manifests are named
@@ -75,7 +76,7 @@ func kindNames() []string {
 func decodeAs[T any](build func(*T) (*Mutator, field.ErrorList)) func([]byte) (*Mutator, field.ErrorList, error) {
 	return func(data []byte) (*Mutator, field.ErrorList, error) {
 		var obj T
-		if err := strictUnmarshal(data, &obj); err != nil {
+		if err := strictjson.Unmarshal(data, &obj); err != nil {
 			return nil, nil, err
 		}
 		m, errs := build(&obj)

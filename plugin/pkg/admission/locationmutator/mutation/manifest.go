@@ -23,10 +23,10 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/strictjson"
 )
 
 // Decode reads one mutator manifest (YAML or JSON) and validates it. Its
@@ -108,7 +108,7 @@ func withoutStatus(data []byte) ([]byte, error) {
 		manifestFields
 		Status json.RawMessage `json:"status"`
 	}
-	if err := strictUnmarshal(data, &obj); err != nil {
+	if err := strictjson.Unmarshal(data, &obj); err != nil {
 		return nil, err
 	}
 	return json.Marshal(obj.manifestFields)
@@ -120,21 +120,4 @@ type manifestFields struct {
 	Kind       json.RawMessage `json:"kind,omitempty"`
 	Metadata   json.RawMessage `json:"metadata,omitempty"`
 	Spec       json.RawMessage `json:"spec,omitempty"`
-}
-
-// strictUnmarshal refuses unknown and duplicate fields and names them by
-// their full path (`unknown field "spec.paramters"`).
-func strictUnmarshal(data []byte, v any) error {
-	strict, err := kjson.UnmarshalStrict(data, v, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
-	if err != nil {
-		return err
-	}
-	if len(strict) > 0 {
-		msgs := make([]string, len(strict))
-		for i, e := range strict {
-			msgs[i] = e.Error()
-		}
-		return fmt.Errorf("%s", strings.Join(msgs, "; "))
-	}
-	return nil
 }

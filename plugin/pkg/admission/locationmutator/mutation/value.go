@@ -21,6 +21,8 @@ import (
 	"maps"
 	"math"
 	"slices"
+
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 )
 
 // JSON values here are what unstructured objects hold: map[string]any,
@@ -79,24 +81,14 @@ func numbersEqual(a, b any) (equal, bothNumbers bool) {
 	case aInt && bInt:
 		return ai == bi, true
 	case aInt:
-		bi, ok := floatAsInt(bf)
+		bi, ok := mutationsv1.FloatAsInt(bf)
 		return ok && bi == ai, true
 	case bInt:
-		ai, ok := floatAsInt(af)
+		ai, ok := mutationsv1.FloatAsInt(af)
 		return ok && ai == bi, true
 	default:
 		return af == bf, true
 	}
-}
-
-// floatAsInt returns f as an int64 when it is one exactly. The range is
-// tested before converting: Go leaves the conversion of a float outside
-// int64's range to the platform.
-func floatAsInt(f float64) (int64, bool) {
-	if f != math.Trunc(f) || f < -(1<<63) || f >= 1<<63 {
-		return 0, false
-	}
-	return int64(f), true
 }
 
 // jsonEqual compares two JSON values by content. A nil and an empty list
@@ -227,7 +219,7 @@ func appendJSONKey(buf []byte, v any) (_ []byte, ok bool) {
 	case !isNumber || math.IsNaN(f):
 		return buf, false
 	case !isInt:
-		if i, isInt = floatAsInt(f); !isInt {
+		if i, isInt = mutationsv1.FloatAsInt(f); !isInt {
 			return binary.BigEndian.AppendUint64(append(buf, 'd'), math.Float64bits(f)), true
 		}
 	}

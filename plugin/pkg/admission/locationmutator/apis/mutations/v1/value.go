@@ -82,8 +82,20 @@ func normalizeNumber(n json.Number) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("number %s is out of range", n)
 	}
-	if f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
-		return int64(f), nil
+	if i, ok := FloatAsInt(f); ok {
+		return i, nil
 	}
 	return f, nil
+}
+
+// FloatAsInt returns f as an int64 when it is one exactly. The range is
+// tested before converting: Go leaves the conversion of a float outside
+// int64's range to the platform. Values and the objects they are compared
+// with or written into hold integers as int64, so every comparison of a
+// number asks this one function.
+func FloatAsInt(f float64) (int64, bool) {
+	if f != math.Trunc(f) || f < -(1<<63) || f >= 1<<63 {
+		return 0, false
+	}
+	return int64(f), true
 }
