@@ -86,7 +86,8 @@ func run(m *testing.M) int {
 	return code
 }
 
-// serverConfig is the one server of this package: two nodes, the
+// serverConfig is the one server of this package: an audit log of the
+// pod creates podpreset_modes_test.go makes, two nodes, the
 // NodeRestriction allowances of noderestriction_test.go and the node daemon
 // of nodedaemons_test.go, the mutators of
 // locationmutator_test.go, scoped to namespaces named lm-* so that they
@@ -97,9 +98,25 @@ func serverConfig() framework.Config {
 		Nodes:           []string{"node-1", "node-2"},
 		AdmissionConfig: admissionConfig,
 		Files:           map[string]string{"mutators.yaml": mutatorFile},
+		AuditPolicy:     auditPolicy,
 		Args:            []string{framework.ServeSettings},
 	}
 }
+
+// auditPolicy logs, at level Metadata (which carries admission plugins'
+// audit annotations), only the pod creates of podpreset_modes_test.go:
+// every other request goes unlogged, so that the timings other tests take
+// do not include writing the audit log.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  namespaces: [` + modesNamespace + `]
+  verbs: [create]
+  resources: [{group: "", resources: [pods]}]
+- level: None
+`
 
 var admissionConfig = framework.AdmissionConfiguration(framework.NodeRestrictionConfiguration(`    allowedLabels: ["node-role.kubernetes.io/worker"]
     allowedLabelPrefixes: ["partner.kubernetes.io"]

@@ -63,6 +63,9 @@ type Config struct {
 	// --admission-control-config-file. $DATA_DIR in it becomes the data
 	// directory, for paths to Files.
 	AdmissionConfig string
+	// AuditPolicy, when set, is an audit.k8s.io/v1 Policy: the server logs
+	// the events it selects, as JSON lines, to Server.AuditLog.
+	AuditPolicy string
 	// Files are written into the data directory before start, by name
 	// relative to it (for mutator files an admission config names).
 	Files map[string]string
@@ -76,6 +79,9 @@ type Server struct {
 	DataDir string
 	Host    string
 	CAFile  string
+	// AuditLog is the file of the audit events Config.AuditPolicy selects;
+	// empty without a policy.
+	AuditLog string
 
 	args   []string
 	cancel context.CancelFunc
@@ -109,6 +115,9 @@ func StartIn(dir string, cfg Config) (*Server, error) {
 	for name, content := range cfg.Files {
 		files[name] = content
 	}
+	if cfg.AuditPolicy != "" {
+		files["audit-policy.yaml"] = cfg.AuditPolicy
+	}
 	if cfg.AdmissionConfig != "" {
 		files["admission-config.yaml"] = strings.ReplaceAll(cfg.AdmissionConfig, "$DATA_DIR", dir)
 	}
@@ -137,13 +146,19 @@ func StartIn(dir string, cfg Config) (*Server, error) {
 	if cfg.AdmissionConfig != "" {
 		args = append(args, "--admission-control-config-file="+filepath.Join(dir, "admission-config.yaml"))
 	}
+	var auditLog string
+	if cfg.AuditPolicy != "" {
+		auditLog = filepath.Join(dir, "audit.log")
+		args = append(args, "--audit-policy-file="+filepath.Join(dir, "audit-policy.yaml"), "--audit-log-path="+auditLog)
+	}
 	args = append(args, cfg.Args...)
 
 	s := &Server{
-		DataDir: dir,
-		Host:    "https://127.0.0.1:" + strconv.Itoa(ports[0]),
-		CAFile:  filepath.Join(dir, "certs", "apiserver.crt"),
-		args:    args,
+		DataDir:  dir,
+		Host:     "https://127.0.0.1:" + strconv.Itoa(ports[0]),
+		CAFile:   filepath.Join(dir, "certs", "apiserver.crt"),
+		AuditLog: auditLog,
+		args:     args,
 	}
 	if err := s.start(); err != nil {
 		return nil, err
