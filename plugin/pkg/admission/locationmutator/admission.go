@@ -84,6 +84,7 @@ func Register(plugins *admission.Plugins) {
 		}
 		p := NewPlugin(s)
 		p.watchMutators = cfg.WatchMutators
+		p.mutationAnnotations = cfg.MutationAnnotations
 		return p, nil
 	})
 }
@@ -100,6 +101,10 @@ type Plugin struct {
 	// namespaceLabels is bound once so that requests do not allocate a
 	// method value.
 	namespaceLabels match.NamespaceLabelsFunc
+
+	// mutationAnnotations writes Gatekeeper's mutation annotations on the
+	// objects the mutators change.
+	mutationAnnotations bool
 
 	// The live source (watchMutators) and what it needs.
 	watchMutators bool
@@ -298,21 +303,39 @@ func (p *Plugin) target(a admission.Attributes, accessor metav1.Object) match.Ta
 	return t
 }
 
+// mutate runs the candidates on the request's object and, when they
+// changed it, annotates and records it.
 func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) error {
+	res, err := p.apply(a, o, obj, candidates, target)
+	if err != nil || !res.Mutated() {
+		return err
+	}
+	if p.mutationAnnotations {
+		if err := annotateMutations(obj, res, candidates); err != nil {
+			return apierrors.NewInternalError(fmt.Errorf("%s: %w", PluginName, err))
+		}
+	}
+	p.record(a, res)
+	return nil
+}
+
+// apply changes obj as the candidates say, and leaves it alone when they
+// change nothing.
+func (p *Plugin) apply(a admission.Attributes, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) (mutation.Result, error) {
 	gvk := a.GetKind()
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		// Custom resources arrive unstructured: mutate them in place.
 		res, err := mutation.Mutate(candidates, u.Object, target)
 		if err != nil {
-			return refuse(a, err)
+			return res, refuse(a, err)
 		}
-		p.record(a, res)
-		return nil
+		return res, nil
 	}
 
+	var none mutation.Result
 	versionedObj, internal, err := versioned.To(obj, gvk, o)
 	if err != nil {
-		return apierrors.NewInternalError(fmt.Errorf("%s: converting to %v: %w", PluginName, gvk, err))
+		return none, apierrors.NewInternalError(fmt.Errorf("%s: converting to %v: %w", PluginName, gvk, err))
 	}
 	// Mutate the typed object directly when the mutators allow it; the
 	// result is the same as through the unstructured form below.
@@ -321,42 +344,41 @@ func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, ob
 	case errors.Is(err, mutation.ErrTypedUnsupported):
 		klog.V(5).InfoS("LocationMutator mutates through the unstructured form", "kind", gvk, "reason", err)
 	case err != nil:
-		return refuse(a, err)
+		return none, refuse(a, err)
 	default:
 		if !res.Mutated() {
-			return nil
+			return res, nil
 		}
 		if internal {
 			if err := versioned.Back(versionedObj, obj, o); err != nil {
-				return apierrors.NewInternalError(fmt.Errorf("%s: converting back from %v: %w", PluginName, gvk, err))
+				return none, apierrors.NewInternalError(fmt.Errorf("%s: converting back from %v: %w", PluginName, gvk, err))
 			}
 		}
-		p.record(a, res)
-		return nil
+		return res, nil
 	}
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(versionedObj)
 	if err != nil {
-		return apierrors.NewInternalError(fmt.Errorf("%s: %w", PluginName, err))
+		return none, apierrors.NewInternalError(fmt.Errorf("%s: %w", PluginName, err))
 	}
 	res, err = mutation.Mutate(candidates, content, target)
 	if err != nil {
-		return refuse(a, err)
+		return none, refuse(a, err)
 	}
 	if !res.Mutated() {
-		return nil
+		return res, nil
 	}
 	out, err := o.GetObjectCreater().New(gvk)
 	if err != nil {
-		return apierrors.NewInternalError(fmt.Errorf("%s: cannot create a %v: %w", PluginName, gvk, err))
+		return none, apierrors.NewInternalError(fmt.Errorf("%s: cannot create a %v: %w", PluginName, gvk, err))
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, out); err != nil {
 		// A value of the wrong type for the schema (a string key where
 		// the field is an integer, say) shows up only here.
-		return admission.NewForbidden(a, fmt.Errorf("%s: %s: %w", PluginName, p.invalidAfter(versionedObj, gvk, candidates, res, target), err))
+		return none, admission.NewForbidden(a, fmt.Errorf("%s: %s: %w", PluginName, p.invalidAfter(versionedObj, gvk, candidates, res, target), err))
 	}
 	if internal {
 		if err := versioned.Back(out, obj, o); err != nil {
-			return apierrors.NewInternalError(fmt.Errorf("%s: converting back from %v: %w", PluginName, gvk, err))
+			return none, apierrors.NewInternalError(fmt.Errorf("%s: converting back from %v: %w", PluginName, gvk, err))
 		}
 	} else {
 		// Same Go type: copy the decoded value over the request's object,
@@ -364,8 +386,7 @@ func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, ob
 		// were, so nothing else differs).
 		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(out).Elem())
 	}
-	p.record(a, res)
-	return nil
+	return res, nil
 }
 
 // notSynced refuses, with an error clients retry, a write that arrives

@@ -68,9 +68,12 @@ type Binding struct {
 
 // Mutator is a validated, ready-to-run mutator of any kind.
 type Mutator struct {
-	id       ID
-	location path.Path
-	nodes    []path.Node
+	id ID
+	// generation is the manifest's metadata.generation, which Gatekeeper's
+	// mutation annotations name.
+	generation int64
+	location   path.Path
+	nodes      []path.Node
 	// conds[i] is the pathTest condition at depth i ("" for none); nil when
 	// there are no tests.
 	conds    []mutationsv1.Condition
@@ -98,6 +101,10 @@ type Mutator struct {
 
 // ID returns the mutator's kind and name.
 func (m *Mutator) ID() ID { return m.id }
+
+// Generation returns the metadata.generation of the manifest or object the
+// mutator was decoded from.
+func (m *Mutator) Generation() int64 { return m.generation }
 
 // Location returns the parsed spec.location.
 func (m *Mutator) Location() path.Path { return m.location }
@@ -383,6 +390,7 @@ func (m *Mutator) finishMatch(mt match.Match, errs field.ErrorList) (*Mutator, f
 // NewAssign validates an Assign and returns its mutator.
 func NewAssign(a *mutationsv1.Assign) (*Mutator, field.ErrorList) {
 	m, errs := newMutator(mutationsv1.KindAssign, a.Name, a.Spec.Location, endRule{keepKey: true})
+	m.generation = a.Generation
 	vp := field.NewPath("spec", "parameters", "assign")
 	m.value, m.fromMetadata, errs = compileAssignField(a.Spec.Parameters.Assign, vp, m.endsInList(), errs)
 	if m.endsInList() && a.Spec.Parameters.Assign.Value != nil {
@@ -412,7 +420,7 @@ func (m *Mutator) checkElementValue(p *field.Path, errs field.ErrorList) field.E
 
 // NewAssignMetadata validates an AssignMetadata and returns its mutator.
 func NewAssignMetadata(a *mutationsv1.AssignMetadata) (*Mutator, field.ErrorList) {
-	m := &Mutator{id: ID{Kind: mutationsv1.KindAssignMetadata, Name: a.Name}}
+	m := &Mutator{id: ID{Kind: mutationsv1.KindAssignMetadata, Name: a.Name}, generation: a.Generation}
 	errs := validateName(a.Name, nil)
 	m.location, errs = parseLocation(a.Spec.Location, errs)
 	m.nodes = m.location.Nodes
@@ -460,6 +468,7 @@ func isMetadataKey(p path.Path) bool {
 // in Gatekeeper.
 func NewModifySet(s *mutationsv1.ModifySet) (*Mutator, field.ErrorList) {
 	m, errs := newMutator(mutationsv1.KindModifySet, s.Name, s.Spec.Location, endRule{listEnd: "must end in a field holding the list, not in a list selector"})
+	m.generation = s.Generation
 	switch s.Spec.Parameters.Operation {
 	case "", mutationsv1.OperationMerge:
 	case mutationsv1.OperationPrune:
@@ -477,6 +486,7 @@ func NewModifySet(s *mutationsv1.ModifySet) (*Mutator, field.ErrorList) {
 // NewAssignImage validates an AssignImage and returns its mutator.
 func NewAssignImage(a *mutationsv1alpha1.AssignImage) (*Mutator, field.ErrorList) {
 	m, errs := newMutator(mutationsv1.KindAssignImage, a.Name, a.Spec.Location, endRule{listEnd: "must end in the field holding the image, not in a list selector", keepKey: true})
+	m.generation = a.Generation
 	pp := a.Spec.Parameters
 	if msg := validateImageParts(pp.AssignDomain, pp.AssignPath, pp.AssignTag); msg != "" {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "parameters"), fmt.Sprintf("assignDomain=%q assignPath=%q assignTag=%q", pp.AssignDomain, pp.AssignPath, pp.AssignTag), msg))

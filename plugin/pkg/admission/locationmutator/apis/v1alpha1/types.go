@@ -74,4 +74,12 @@ type Configuration struct {
 	// mutator from the API never replaces one from this configuration.
 	// Off by default.
 	WatchMutators bool `json:"watchMutators,omitempty"`
+
+	// MutationAnnotations turns on the annotations Gatekeeper's
+	// --mutation-annotations flag writes, in Gatekeeper's format, on every
+	// object a mutator changed: gatekeeper.sh/mutations lists the mutators
+	// that changed it ("Assign//<name>:<generation>, ...", sorted), and
+	// gatekeeper.sh/mutation-id is a UUID of that admission. For tools that
+	// read them. Off by default.
+	MutationAnnotations bool `json:"mutationAnnotations,omitempty"`
 }

@@ -1,0 +1,67 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package locationmutator
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
+)
+
+// The annotations Gatekeeper writes with --mutation-annotations, which the
+// configuration's mutationAnnotations turns on here.
+const (
+	// MutationsAnnotation lists the mutators that changed the object.
+	MutationsAnnotation = "gatekeeper.sh/mutations"
+	// MutationIDAnnotation identifies the admission that changed it.
+	MutationIDAnnotation = "gatekeeper.sh/mutation-id"
+)
+
+// annotateMutations writes both annotations on an object the mutators
+// changed, in Gatekeeper's format: each mutator as
+// "<Kind>/<namespace>/<name>:<generation>" (mutators are cluster-scoped, so
+// the namespace is empty), sorted and without repeats, joined by ", ";
+// and a new UUID.
+func annotateMutations(obj runtime.Object, res mutation.Result, candidates []*mutation.Mutator) error {
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return fmt.Errorf("annotating the mutated object: %w", err)
+	}
+	names := make([]string, 0, len(res.Applied))
+	for _, id := range res.Applied {
+		var generation int64
+		if i := slices.IndexFunc(candidates, func(m *mutation.Mutator) bool { return m.ID() == id }); i >= 0 {
+			generation = candidates[i].Generation()
+		}
+		names = append(names, fmt.Sprintf("%s//%s:%d", id.Kind, id.Name, generation))
+	}
+	slices.Sort(names)
+	annotations := accessor.GetAnnotations()
+	if annotations == nil {
+		annotations = make(map[string]string, 2)
+	}
+	annotations[MutationsAnnotation] = strings.Join(slices.Compact(names), ", ")
+	annotations[MutationIDAnnotation] = string(uuid.NewUUID())
+	accessor.SetAnnotations(annotations)
+	return nil
+}
