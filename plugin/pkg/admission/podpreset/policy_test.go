@@ -65,6 +65,21 @@ type policyCase struct {
 
 var podEnv = env("abc", "value2", "ABC", "value3")
 
+// assertApplied checks the annotation keys the pod records its presets
+// under.
+func assertApplied(t *testing.T, pod *corev1.Pod, want []string) {
+	t.Helper()
+	var applied []string
+	for key := range pod.Annotations {
+		if strings.HasPrefix(key, annotationPrefix+"/") {
+			applied = append(applied, key)
+		}
+	}
+	if diff := cmp.Diff(want, applied, sortStrings); diff != "" {
+		t.Errorf("applied presets (-want +got):\n%s", diff)
+	}
+}
+
 func runPolicyCases(t *testing.T, cases []policyCase) {
 	t.Helper()
 	for _, tc := range cases {
@@ -103,15 +118,7 @@ func runPolicyCases(t *testing.T, cases []policyCase) {
 				t.Errorf("unexpected warnings %q", *warnings)
 			}
 			assertNoEvent(t, recorder)
-			var applied []string
-			for key := range pod.Annotations {
-				if strings.HasPrefix(key, annotationPrefix+"/") {
-					applied = append(applied, key)
-				}
-			}
-			if diff := cmp.Diff(tc.applied, applied, sortStrings); diff != "" {
-				t.Errorf("applied presets (-want +got):\n%s", diff)
-			}
+			assertApplied(t, pod, tc.applied)
 			if diff := cmp.Diff(tc.appEnv, pod.Spec.Containers[0].Env); diff != "" {
 				t.Errorf("container app env (-want +got):\n%s", diff)
 			}

@@ -21,7 +21,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -148,15 +147,7 @@ func TestUnenforcedModes(t *testing.T) {
 			if len(tc.applied) == 0 {
 				assertUnchanged(t, before, pod)
 			}
-			var applied []string
-			for key := range pod.Annotations {
-				if strings.HasPrefix(key, annotationPrefix+"/") {
-					applied = append(applied, key)
-				}
-			}
-			if diff := cmp.Diff(tc.applied, applied, sortStrings); diff != "" {
-				t.Errorf("applied presets (-want +got):\n%s", diff)
-			}
+			assertApplied(t, pod, tc.applied)
 			// Reported once, though the reinvocation tester admits twice.
 			if len(*warnings) != len(tc.warnings) {
 				t.Fatalf("warnings %q, want %d", *warnings, len(tc.warnings))
