@@ -26,12 +26,12 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
 
-// Each mutator with an applyTo implies a schema for the kinds it binds to:
+// impliedType is what a mutator's location says one value is. Each
+// mutator with an applyTo implies a schema for the kinds it binds to:
 // every value along its location is an object, a list keyed by some field,
 // or (at the end) a set, a string or anything. Two mutators that imply
 // different types for the same value, in the same binding, cannot both be
 // right, and running both could keep the object from converging.
-
 type impliedType struct {
 	kind string // "object", "list", "set", "string"; "" for anything
 	key  string // key field of a list

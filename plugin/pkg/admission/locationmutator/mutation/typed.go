@@ -28,26 +28,6 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 )
 
-// MutateTyped applies mutators to a typed (versioned) Go object in place,
-// by reflection guided by its json tags, so that a Pod need not be
-// converted to an unstructured map and back on every request. It must give
-// exactly what Mutate gives on the object's unstructured form, the map
-// that runtime.DefaultUnstructuredConverter.ToUnstructured makes of it: the
-// same result, the same errors, and after every write an object whose
-// unstructured form equals the map walker's. typed_test.go checks that
-// with differential tests and a fuzz target.
-//
-// So everything that could make the two differ is refused when a mutator
-// is planned for a Go type (typed_plan.go), never half-way through a walk:
-// a path that does not fit the type (the map walker would fail, or write
-// something the decoder drops or rejects); inline structs or interface
-// fields on the way; types with an unstructured form of their own on the
-// way (Quantity, IntOrString, Time, RawExtension); omitzero; a value that
-// does not decode into the field and come back as itself; parents or new
-// list elements whose zero value would not read as an empty object; Assign
-// of a whole list element; and ModifySet on anything but a []string. The
-// caller then converts the object and uses Mutate.
-
 // ErrTypedUnsupported is wrapped by MutateTyped's error when it cannot run
 // the candidates on the typed object exactly as Mutate would on the
 // object's unstructured form. Nothing has been changed when it is returned:
@@ -59,10 +39,25 @@ func unsupported(format string, args ...any) error {
 }
 
 // MutateTyped is Mutate on a typed object (a pointer to a versioned API
-// struct), changed in place, with the same result, errors and final object
-// as converting it to unstructured, running Mutate and decoding it back.
-// When it cannot guarantee that, it returns an error wrapping
-// ErrTypedUnsupported before changing anything.
+// struct), changed in place by reflection guided by its json tags, so that
+// a Pod need not be converted to an unstructured map and back on every
+// request. It gives the same result, errors and final object as converting
+// it with runtime.DefaultUnstructuredConverter, running Mutate and decoding
+// it back; typed_test.go checks that with differential tests and a fuzz
+// target.
+//
+// So everything that could make the two differ is refused when a mutator
+// is planned for a Go type (typed_plan.go), never half-way through a walk:
+// a path that does not fit the type (the map walker would fail, or write
+// something the decoder drops or rejects); inline structs or interface
+// fields on the way; types with an unstructured form of their own on the
+// way (IntOrString, Time, RawExtension; a Quantity only as the value of a
+// map entry); omitzero; a value that does not decode into the field and
+// come back as itself; parents or new list elements whose zero value would
+// not read as an empty object; Assign of a whole list element; and
+// ModifySet on anything but a []string. MutateTyped then returns an error
+// wrapping ErrTypedUnsupported before changing anything, and the caller
+// converts the object and uses Mutate.
 func MutateTyped(candidates []*Mutator, obj runtime.Object, t *match.Target) (Result, error) {
 	ptr := reflect.ValueOf(obj)
 	if ptr.Kind() != reflect.Pointer || ptr.IsNil() {

@@ -25,7 +25,8 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
-// What a typed Go value looks like in its unstructured form, the form
+// jsonField is a struct field found by its json name: what a typed Go
+// value looks like in its unstructured form, the form
 // runtime.DefaultUnstructuredConverter gives and the map walker works on.
 //
 // Field names come from the json tags, read by the converter's own rules
@@ -40,8 +41,6 @@ import (
 // know the `,embed` option the converter honours from Go 1.27. We use
 // structured-merge-diff for what the converter itself asks it: whether a
 // type has an unstructured form of its own (hasOwnForm).
-
-// jsonField is a struct field found by its json name.
 type jsonField struct {
 	index     int // in its struct
 	typ       reflect.Type

@@ -25,13 +25,11 @@ import (
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 )
 
-// JSON values here are what unstructured objects hold: map[string]any,
-// []any, string, bool, nil and numbers. Numbers may be any Go integer or
-// float type (hand-built unstructured objects use int), so equality goes by
-// numeric value, never by Go type.
-
 // numberOf returns the value of a number; isInt says whether it is exact
-// as an int64.
+// as an int64. JSON values here are what unstructured objects hold:
+// map[string]any, []any, string, bool, nil and numbers. Numbers may be any
+// Go integer or float type (hand-built unstructured objects use int), so
+// equality goes by numeric value, never by Go type.
 func numberOf(v any) (i int64, f float64, isInt, ok bool) {
 	switch n := v.(type) {
 	case int64:
