@@ -158,6 +158,9 @@ SERVER_FLAGS=(
     --runtime-config=settings.k8s.io/v1alpha1=true
     --enable-admission-plugins=PodPreset,NodeRestriction,LocationMutator
     --admission-control-config-file=hack/examples/admission-config.yaml
+    --audit-policy-file=hack/examples/audit-policy.yaml
+    --audit-log-maxsize=100
+    --audit-log-maxbackup=1
 )
 
 if [[ -n "${HA}" ]]; then
@@ -174,12 +177,14 @@ fi
 LOG="${DATA_DIR}/apiserver.log"
 echo "Starting admitkit-apiserver on https://127.0.0.1:${SECURE_PORT} (data in ${DATA_DIR}, log in ${LOG})..."
 if [[ -z "${HA}" ]]; then
-    "${APISERVER}" --data-dir="${DATA_DIR}" --secure-port="${SECURE_PORT}" "${SERVER_FLAGS[@]}" >"${LOG}" 2>&1 &
+    "${APISERVER}" --data-dir="${DATA_DIR}" --secure-port="${SECURE_PORT}" "${SERVER_FLAGS[@]}" \
+        --audit-log-path="${DATA_DIR}/audit.log" >"${LOG}" 2>&1 &
     APISERVER_PIDS+=($!)
     wait_ready "${APISERVER_PIDS[0]}" "${ADMIN_KUBECONFIG}" "${LOG}"
 else
     "${APISERVER}" --data-dir="${DATA_DIR}" --secure-port="${SECURE_PORT}" "${SERVER_FLAGS[@]}" \
-        --etcd-servers="${ETCD_SERVERS}" --apiserver-identity=admitkit-apiserver-1 >"${LOG}" 2>&1 &
+        --etcd-servers="${ETCD_SERVERS}" --apiserver-identity=admitkit-apiserver-1 \
+        --audit-log-path="${DATA_DIR}/audit.log" >"${LOG}" 2>&1 &
     APISERVER_PIDS+=($!)
 
     # The second has its own data (serving certificate) and identity, and
@@ -199,6 +204,7 @@ else
     echo "Starting the second admitkit-apiserver on https://127.0.0.1:${SECOND_PORT} (data in ${SECOND_DIR}, log in ${SECOND_LOG})..."
     "${APISERVER}" --data-dir="${SECOND_DIR}" --secure-port="${SECOND_PORT}" "${SERVER_FLAGS[@]}" \
         --etcd-servers="${ETCD_SERVERS}" --apiserver-identity=admitkit-apiserver-2 \
+        --audit-log-path="${SECOND_DIR}/audit.log" \
         --service-account-key-file="${SA_KEY}" --service-account-signing-key-file="${SA_KEY}" \
         --service-account-issuer=https://kubernetes.default.svc.cluster.local \
         >"${SECOND_LOG}" 2>&1 &
@@ -223,6 +229,7 @@ KCM_PIDS+=($!)
 
 K="${KUBECTL#"${ROOT}/"} --kubeconfig=${ADMIN_KUBECONFIG#"${ROOT}/"}"
 N="${KUBECTL#"${ROOT}/"} --kubeconfig=${NODE_KUBECONFIG#"${ROOT}/"}"
+AUDIT_LOG="${DATA_DIR#"${ROOT}/"}/audit.log"
 cat <<EOF
 
 admitkit-apiserver is ready. From ${ROOT}, try:
@@ -243,6 +250,15 @@ admitkit-apiserver is ready. From ${ROOT}, try:
 
   # a pod that conflicts with a preset is admitted without presets, with a warning
   ${K} apply -f hack/examples/conflicting-pod.yaml
+
+  # a preset in Warn mode changes no pod: kubectl prints what it would set, and the
+  # audit log (every write's metadata: hack/examples/audit-policy.yaml) records it...
+  ${K} apply -n shop -f hack/examples/podpreset-warn.yaml
+  ${K} run trial -n shop --image=nginx:1.27 --labels=role=frontend
+  grep -o 'podpreset.admission.admitkit.io/unenforced-presets":"[^}]*' ${AUDIT_LOG}
+  # ...until it is switched to Enforce
+  ${K} patch podpreset tracing -n shop --type=merge -p '{"spec":{"mode":"Enforce"}}'
+  ${K} run trial-2 -n shop --image=nginx:1.27 --labels=role=frontend --dry-run=server -o jsonpath='{.spec.containers[0].env}{"\n"}'
 
   # kube-controller-manager aggregates preset access into the admin role...
   ${K} create rolebinding shop-admin -n shop --clusterrole=admin --user=shop-admin

@@ -64,9 +64,9 @@ func SettingsClient(t testing.TB, cfg *rest.Config) settingsclient.Interface {
 }
 
 // CreateNamespace creates the namespace name, or reads it when it exists,
-// with its default service account, which kube-controller-manager (not
-// running in these tests) would otherwise create and the ServiceAccount
-// admission plugin requires.
+// with its default service account, which the ServiceAccount admission
+// plugin requires before any pod: kube-controller-manager creates it only
+// a moment after the namespace, and the ha package runs none.
 func CreateNamespace(t testing.TB, cfg *rest.Config, name string, labels map[string]string) *corev1.Namespace {
 	t.Helper()
 	ctx := context.Background()
