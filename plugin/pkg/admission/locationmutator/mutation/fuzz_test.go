@@ -118,16 +118,7 @@ func fuzzMutator(s *bytesSource, i int) *Mutator {
 		m, _ = NewAssign(&mutationsv1.Assign{ObjectMeta: meta, Spec: mutationsv1.AssignSpec{ApplyTo: fuzzApplyTo, Location: loc,
 			Parameters: mutationsv1.AssignParameters{PathTests: tests, Assign: mutationsv1.AssignField{Value: &mutationsv1.Value{Value: fuzzValue(s, 0)}}}}})
 	case 1:
-		var vals []mutationsv1.Value
-		for j := s.next(3); j >= 0; j-- {
-			vals = append(vals, mutationsv1.Value{Value: fuzzValue(s, 1)})
-		}
-		op := mutationsv1.OperationMerge
-		if s.next(2) == 0 {
-			op = mutationsv1.OperationPrune
-		}
-		m, _ = NewModifySet(&mutationsv1.ModifySet{ObjectMeta: meta, Spec: mutationsv1.ModifySetSpec{ApplyTo: fuzzApplyTo, Location: loc,
-			Parameters: mutationsv1.ModifySetParameters{PathTests: tests, Operation: op, Values: mutationsv1.Values{FromList: vals}}}})
+		m = fuzzModifySet(s, meta, fuzzApplyTo, loc, tests, func() any { return fuzzValue(s, 1) })
 	case 2:
 		m, _ = NewAssignImage(&mutationsv1alpha1.AssignImage{ObjectMeta: meta, Spec: mutationsv1.AssignImageSpec{ApplyTo: fuzzApplyTo, Location: loc,
 			Parameters: mutationsv1.AssignImageParameters{PathTests: tests, AssignDomain: []string{"", "r.io"}[s.next(2)], AssignTag: ":v1"}}})
@@ -135,6 +126,22 @@ func fuzzMutator(s *bytesSource, i int) *Mutator {
 		m, _ = NewAssignMetadata(&mutationsv1.AssignMetadata{ObjectMeta: meta, Spec: mutationsv1.AssignMetadataSpec{Location: "metadata.labels." + fuzzNames[s.next(len(fuzzNames))],
 			Parameters: mutationsv1.MetadataParameters{Assign: mutationsv1.AssignField{Value: &mutationsv1.Value{Value: "v"}}}}})
 	}
+	return m
+}
+
+// fuzzModifySet builds a ModifySet of one to three values from value,
+// merging or pruning as s says.
+func fuzzModifySet(s *bytesSource, meta metav1.ObjectMeta, applyTo []mutationsv1.ApplyTo, loc string, tests []mutationsv1.PathTest, value func() any) *Mutator {
+	var vals []mutationsv1.Value
+	for j := s.next(3); j >= 0; j-- {
+		vals = append(vals, mutationsv1.Value{Value: value()})
+	}
+	op := mutationsv1.OperationMerge
+	if s.next(2) == 0 {
+		op = mutationsv1.OperationPrune
+	}
+	m, _ := NewModifySet(&mutationsv1.ModifySet{ObjectMeta: meta, Spec: mutationsv1.ModifySetSpec{ApplyTo: applyTo, Location: loc,
+		Parameters: mutationsv1.ModifySetParameters{PathTests: tests, Operation: op, Values: mutationsv1.Values{FromList: vals}}}})
 	return m
 }
 

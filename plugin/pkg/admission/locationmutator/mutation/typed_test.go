@@ -223,20 +223,13 @@ func typedMutator(s *bytesSource, i int, deploy bool, prev *[2]any) *Mutator {
 		m, _ = NewAssign(&mutationsv1.Assign{ObjectMeta: meta, Spec: mutationsv1.AssignSpec{ApplyTo: typedApplyTo, Location: loc,
 			Parameters: mutationsv1.AssignParameters{PathTests: tests, Assign: field}}})
 	case 2:
-		var vals []mutationsv1.Value
-		for j := s.next(3); j >= 0; j-- {
+		m = fuzzModifySet(s, meta, typedApplyTo, loc, tests, func() any {
 			v := any([]string{"--v=2", "-x", "a", ""}[s.next(4)])
 			if s.next(8) == 0 {
 				v = typedValue(s, 1)
 			}
-			vals = append(vals, mutationsv1.Value{Value: v})
-		}
-		op := mutationsv1.OperationMerge
-		if s.next(2) == 0 {
-			op = mutationsv1.OperationPrune
-		}
-		m, _ = NewModifySet(&mutationsv1.ModifySet{ObjectMeta: meta, Spec: mutationsv1.ModifySetSpec{ApplyTo: typedApplyTo, Location: loc,
-			Parameters: mutationsv1.ModifySetParameters{PathTests: tests, Operation: op, Values: mutationsv1.Values{FromList: vals}}}})
+			return v
+		})
 	case 3:
 		m, _ = NewAssignImage(&mutationsv1alpha1.AssignImage{ObjectMeta: meta, Spec: mutationsv1.AssignImageSpec{ApplyTo: typedApplyTo, Location: loc,
 			Parameters: mutationsv1.AssignImageParameters{PathTests: tests, AssignDomain: []string{"", "r.io"}[s.next(2)], AssignTag: []string{":v1", ""}[s.next(2)], AssignPath: []string{"", "lib/app"}[s.next(2)]}}})
