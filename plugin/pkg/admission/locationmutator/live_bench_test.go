@@ -80,24 +80,10 @@ func BenchmarkLiveAdmitNonMatching(b *testing.B) {
 // Taking in 1,000 mutator objects: decoding and validating each, then
 // building the system, as a rebuild after a re-list does.
 func BenchmarkLiveIngest(b *testing.B) {
-	manifests := deploymentOnlyAssigns(1000)
-	f := &liveFixture{t: b}
-	objects := make([]*unstructured.Unstructured, len(manifests))
-	now := time.Now()
-	for i, m := range manifests {
-		objects[i] = f.object(m, now.Add(time.Duration(i)*time.Millisecond))
-	}
-	static, _ := mutation.NewSystem(nil)
+	objects := liveObjects(b, deploymentOnlyAssigns(1000))
 	b.ReportAllocs()
 	for b.Loop() {
-		r := newResolver(static)
-		for _, u := range objects {
-			r.put(decodeObject(u))
-		}
-		r.settle()
-		if system := r.system.System(); system.Len() != len(objects) {
-			b.Fatalf("%d mutators enforced", system.Len())
-		}
+		ingest(b, objects)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(objects)), "ns/mutator")
 }

@@ -548,13 +548,19 @@ func mergeContainer(o owner, c *corev1.Container, presets []*preset) (containerL
 // picking returns the presets that pick a container, presets itself when
 // they all do.
 func picking(presets []*preset, name string, picker func(*preset) *containerPicker) []*preset {
+	return keeping(presets, func(p *preset) bool { return picker(p).picks(name) })
+}
+
+// keeping returns the presets keep accepts, presets itself (no copy) when
+// it accepts them all, as it does for most pods.
+func keeping(presets []*preset, keep func(*preset) bool) []*preset {
 	for i, p := range presets {
-		if picker(p).picks(name) {
+		if keep(p) {
 			continue
 		}
 		out := append([]*preset(nil), presets[:i]...)
 		for _, p := range presets[i+1:] {
-			if picker(p).picks(name) {
+			if keep(p) {
 				out = append(out, p)
 			}
 		}

@@ -56,19 +56,7 @@ func (p *preset) mode() settingsv1alpha1.Mode {
 // enforced returns the presets that change the pod, presets itself when
 // every one does.
 func enforced(presets []*preset) []*preset {
-	for i, p := range presets {
-		if p.mode() == settingsv1alpha1.ModeEnforce {
-			continue
-		}
-		out := append([]*preset(nil), presets[:i]...)
-		for _, p := range presets[i+1:] {
-			if p.mode() == settingsv1alpha1.ModeEnforce {
-				out = append(out, p)
-			}
-		}
-		return out
-	}
-	return presets
+	return keeping(presets, func(p *preset) bool { return p.mode() == settingsv1alpha1.ModeEnforce })
 }
 
 // unenforced is what enforcing one preset in Warn or Audit mode would have
@@ -95,12 +83,7 @@ func tryUnenforced(before, admitted *corev1.Pod, presets []*preset, enforcedErr 
 		if candidate.mode() == settingsv1alpha1.ModeEnforce {
 			continue
 		}
-		together := make([]*preset, 0, len(presets))
-		for _, p := range presets {
-			if p == candidate || p.mode() == settingsv1alpha1.ModeEnforce {
-				together = append(together, p)
-			}
-		}
+		together := keeping(presets, func(p *preset) bool { return p == candidate || p.mode() == settingsv1alpha1.ModeEnforce })
 		trial := before.DeepCopy()
 		if err := applyPresets(trial, together); err != nil {
 			// The enforced presets' own conflict fails every trial the
