@@ -25,11 +25,8 @@ package locationmutator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,7 +37,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninitializer "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/client-go/dynamic"
@@ -320,71 +316,32 @@ func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, ob
 }
 
 // apply changes obj as the candidates say, and leaves it alone when they
-// change nothing.
+// change nothing. Custom resources arrive unstructured and are mutated in
+// place; built-in objects are mutated as versioned typed objects, in place
+// when the request holds one and converted back into the internal one
+// otherwise.
 func (p *Plugin) apply(a admission.Attributes, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) (mutation.Result, error) {
-	gvk := a.GetKind()
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		// Custom resources arrive unstructured: mutate them in place.
 		res, err := mutation.Mutate(candidates, u.Object, target)
 		if err != nil {
 			return res, refuse(a, err)
 		}
 		return res, nil
 	}
-
 	var none mutation.Result
+	gvk := a.GetKind()
 	versionedObj, internal, err := versioned.To(obj, gvk, o)
 	if err != nil {
 		return none, apierrors.NewInternalError(fmt.Errorf("%s: converting to %v: %w", PluginName, gvk, err))
 	}
-	// Mutate the typed object directly when the mutators allow it; the
-	// result is the same as through the unstructured form below.
 	res, err := mutation.MutateTyped(candidates, versionedObj, target)
-	switch {
-	case errors.Is(err, mutation.ErrTypedUnsupported):
-		klog.V(5).InfoS("LocationMutator mutates through the unstructured form", "kind", gvk, "reason", err)
-	case err != nil:
-		return none, refuse(a, err)
-	default:
-		if !res.Mutated() {
-			return res, nil
-		}
-		if internal {
-			if err := versioned.Back(versionedObj, obj, o); err != nil {
-				return none, apierrors.NewInternalError(fmt.Errorf("%s: converting back from %v: %w", PluginName, gvk, err))
-			}
-		}
-		return res, nil
-	}
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(versionedObj)
-	if err != nil {
-		return none, apierrors.NewInternalError(fmt.Errorf("%s: %w", PluginName, err))
-	}
-	res, err = mutation.Mutate(candidates, content, target)
 	if err != nil {
 		return none, refuse(a, err)
 	}
-	if !res.Mutated() {
-		return res, nil
-	}
-	out, err := o.GetObjectCreater().New(gvk)
-	if err != nil {
-		return none, apierrors.NewInternalError(fmt.Errorf("%s: cannot create a %v: %w", PluginName, gvk, err))
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, out); err != nil {
-		// A value of the wrong type for the schema (a string key where
-		// the field is an integer, say) shows up only here.
-		return none, admission.NewForbidden(a, fmt.Errorf("%s: %s: %w", PluginName, p.invalidAfter(versionedObj, gvk, candidates, res, target), err))
-	}
-	if internal {
-		if err := versioned.Back(out, obj, o); err != nil {
+	if res.Mutated() && internal {
+		if err := versioned.Back(versionedObj, obj, o); err != nil {
 			return none, apierrors.NewInternalError(fmt.Errorf("%s: converting back from %v: %w", PluginName, gvk, err))
 		}
-	} else {
-		// Same Go type: copy the decoded value over the request's object,
-		// keeping its kind (ToUnstructured keeps apiVersion/kind as they
-		// were, so nothing else differs).
-		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(out).Elem())
 	}
 	return res, nil
 }
@@ -448,44 +405,4 @@ func appliedList(res mutation.Result) string {
 		ids[i] = id.String()
 	}
 	return strings.Join(ids, ",")
-}
-
-// gvkString prints a kind as users write it: "v1 Pod", "apps/v1 Deployment".
-func gvkString(gvk schema.GroupVersionKind) string {
-	return gvk.GroupVersion().String() + " " + gvk.Kind
-}
-
-// invalidAfter says which mutators left the object undecodable. The
-// decoder's error does not name a field, so each mutator that changed the
-// object is run alone on the original (versioned, which the failed attempt
-// did not touch): those that break it on their own are named. When none
-// does, the fault is in their combination, and all of them are named as
-// such.
-func (p *Plugin) invalidAfter(versioned runtime.Object, gvk schema.GroupVersionKind, candidates []*mutation.Mutator, res mutation.Result, target *match.Target) string {
-	var guilty []string
-	for _, id := range res.Applied {
-		i := slices.IndexFunc(candidates, func(m *mutation.Mutator) bool { return m.ID() == id })
-		if i < 0 {
-			continue
-		}
-		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(versioned)
-		if err != nil {
-			break
-		}
-		t := *target
-		if accessor, err := meta.Accessor(versioned); err == nil {
-			t.Labels = labels.Set(accessor.GetLabels())
-		}
-		if _, err := mutation.Mutate(candidates[i:i+1], content, &t); err != nil {
-			continue
-		}
-		out := reflect.New(reflect.TypeOf(versioned).Elem()).Interface()
-		if runtime.DefaultUnstructuredConverter.FromUnstructured(content, out) != nil {
-			guilty = append(guilty, id.String())
-		}
-	}
-	if len(guilty) > 0 {
-		return fmt.Sprintf("%s made the object an invalid %s", strings.Join(guilty, ","), gvkString(gvk))
-	}
-	return fmt.Sprintf("after %s (no one of them alone is at fault: it is what they write together) the object is not a valid %s", appliedList(res), gvkString(gvk))
 }

@@ -16,11 +16,13 @@ limitations under the License.
 
 // Package mutation holds the LocationMutator's mutators and the system that
 // runs them: Gatekeeper's Assign, AssignMetadata, ModifySet and AssignImage,
-// read from the same manifests Gatekeeper takes, applied to an object in its
-// unstructured form (map[string]interface{}) until it stops changing.
-// MutateTyped runs the same walk on a typed object directly when every
-// mutator involved gives exactly the same result there, which saves the
-// round trip through the unstructured form.
+// read from the same manifests Gatekeeper takes, applied to an object until
+// it stops changing. Each kind is a type of its own (assignOp,
+// assignMetadataOp, modifySetOp, assignImageOp) that decides what is
+// written at the end of a location; one walker (walk.go) follows locations,
+// through an object in its unstructured form (unstructured.go, for custom
+// resources) or a typed one changed in place (typed.go, for built-in
+// kinds), both read as their JSON form.
 //
 // Unlike Gatekeeper, a mutator reports whether it really changed a value (it
 // compares before it writes), so an object that needs nothing costs one walk

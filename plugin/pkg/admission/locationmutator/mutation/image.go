@@ -62,20 +62,6 @@ func (img imageRef) String() string {
 	return img.domain + "/" + img.path + img.tag
 }
 
-func assignImage(current, domain, path, tag string) string {
-	img := splitImage(current)
-	if domain != "" {
-		img.domain = domain
-	}
-	if path != "" {
-		img.path = path
-	}
-	if tag != "" {
-		img.tag = tag
-	}
-	return img.String()
-}
-
 // validateImageParts returns why the parts could not converge, or "".
 func validateImageParts(domain, path, tag string) string {
 	if domain == "" && path == "" && tag == "" {

@@ -19,13 +19,11 @@ package mutation
 import (
 	"fmt"
 	"slices"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
-	mutationsv1alpha1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
@@ -66,7 +64,9 @@ type Binding struct {
 	Operation string
 }
 
-// Mutator is a validated, ready-to-run mutator of any kind.
+// Mutator is a validated, ready-to-run mutator: what every kind has (a
+// name, a location, pathTests, a match and the kinds it applies to) and
+// its kind's operation.
 type Mutator struct {
 	id ID
 	// generation is the manifest's metadata.generation, which Gatekeeper's
@@ -81,22 +81,26 @@ type Mutator struct {
 	bindings []Binding // nil for AssignMetadata, which applies to every kind
 	// slots are the types the location implies, for the conflict check.
 	slots []schemaSlot
+	op    operation
+}
 
-	// Assign and AssignMetadata
-	value        any
-	fromMetadata string
+// operation is the part of a mutator its kind decides: what it writes at
+// the end of the location, and what type it implies there. Each kind has
+// its own type (assignOp, assignMetadataOp, modifySetOp and assignImageOp,
+// each in a file of its own).
+type operation interface {
+	// write changes the value at s, the end of the location; exists says
+	// whether s holds one.
+	write(m *Mutator, s slot, exists bool, md Metadata) (effect, error)
+	// endType is the type the kind implies for the value it writes.
+	endType() impliedType
+}
 
-	// ModifySet
-	prune      bool
-	values     []any
-	valueIndex *valueSet // values, indexed
-
-	// AssignImage
-	domain, imgPath, tag string
-
-	// typed caches the mutator's plan per Go type (reflect.Type ->
-	// *typedPlan), for MutateTyped.
-	typed sync.Map
+// elementWriter is an operation that may replace a whole list element: a
+// location ending in a keyed selector.
+type elementWriter interface {
+	// writeElement writes element j of l, or appends it when j is -1.
+	writeElement(m *Mutator, l list, j int) (effect, error)
 }
 
 // ID returns the mutator's kind and name.
@@ -292,35 +296,6 @@ func prefixString(p path.Path, depth int) string {
 	return path.Path{Nodes: p.Nodes[:depth+1]}.String()
 }
 
-// compileAssignField validates parameters.assign. listElement says the
-// location ends in a list selector, where only a literal value can go.
-func compileAssignField(f mutationsv1.AssignField, p *field.Path, listElement bool, errs field.ErrorList) (value any, fromMetadata string, _ field.ErrorList) {
-	set := 0
-	for _, isSet := range []bool{f.Value != nil, f.FromMetadata != nil, f.ExternalData != nil} {
-		if isSet {
-			set++
-		}
-	}
-	if set != 1 {
-		return nil, "", append(errs, field.Invalid(p, "", "exactly one of value, fromMetadata or externalData must be set"))
-	}
-	switch {
-	case f.ExternalData != nil:
-		errs = append(errs, field.Forbidden(p.Child("externalData"), "external data providers cannot be called from inside kube-apiserver; use value or fromMetadata"))
-	case f.FromMetadata != nil:
-		if f.FromMetadata.Field != "namespace" && f.FromMetadata.Field != "name" {
-			errs = append(errs, field.NotSupported(p.Child("fromMetadata", "field"), f.FromMetadata.Field, []string{"namespace", "name"}))
-		}
-		if listElement {
-			errs = append(errs, field.Invalid(p.Child("fromMetadata"), f.FromMetadata.Field, "cannot assign a string to a list element"))
-		}
-		fromMetadata = f.FromMetadata.Field
-	default:
-		value = f.Value.Value
-	}
-	return value, fromMetadata, errs
-}
-
 // endRule says what a kind of mutator may find at the end of its location.
 type endRule struct {
 	// listEnd refuses a location ending in a list selector, with this
@@ -385,112 +360,4 @@ func (m *Mutator) finishMatch(mt match.Match, errs field.ErrorList) (*Mutator, f
 	}
 	m.slots = m.schemaSlots()
 	return m, nil
-}
-
-// NewAssign validates an Assign and returns its mutator.
-func NewAssign(a *mutationsv1.Assign) (*Mutator, field.ErrorList) {
-	m, errs := newMutator(mutationsv1.KindAssign, a.Name, a.Spec.Location, endRule{keepKey: true})
-	m.generation = a.Generation
-	vp := field.NewPath("spec", "parameters", "assign")
-	m.value, m.fromMetadata, errs = compileAssignField(a.Spec.Parameters.Assign, vp, m.endsInList(), errs)
-	if m.endsInList() && a.Spec.Parameters.Assign.Value != nil {
-		errs = m.checkElementValue(vp.Child("value"), errs)
-	}
-	return m.finish(a.Spec.ApplyTo, a.Spec.Parameters.PathTests, a.Spec.Match, errs)
-}
-
-// checkElementValue requires a whole list element to be an object carrying
-// the key value its selector names, compared by type and value once numbers
-// are normalised (80 and 80.0 are the same key, "80" is another): an
-// element with another key would be selected by nothing on the next pass.
-func (m *Mutator) checkElementValue(p *field.Path, errs field.ErrorList) field.ErrorList {
-	l := lastNode(m.location).(path.List)
-	if l.Glob {
-		return errs // already refused by newMutator
-	}
-	obj, ok := m.value.(map[string]any)
-	switch {
-	case !ok:
-		return append(errs, field.Invalid(p, m.value, "a list element must be assigned an object"))
-	case !jsonEqual(obj[l.KeyField], l.KeyValue):
-		return append(errs, field.Invalid(p, m.value, fmt.Sprintf("the element must carry %s: %v, as the location selects", path.Quote(l.KeyField), l.KeyValue)))
-	}
-	return errs
-}
-
-// NewAssignMetadata validates an AssignMetadata and returns its mutator.
-func NewAssignMetadata(a *mutationsv1.AssignMetadata) (*Mutator, field.ErrorList) {
-	m := &Mutator{id: ID{Kind: mutationsv1.KindAssignMetadata, Name: a.Name}, generation: a.Generation}
-	errs := validateName(a.Name, nil)
-	m.location, errs = parseLocation(a.Spec.Location, errs)
-	m.nodes = m.location.Nodes
-	if len(m.nodes) > 0 && !isMetadataKey(m.location) {
-		errs = append(errs, field.Invalid(field.NewPath("spec", "location"), a.Spec.Location, "must be metadata.labels.<key> or metadata.annotations.<key>"))
-	}
-	vp := field.NewPath("spec", "parameters", "assign")
-	m.value, m.fromMetadata, errs = compileAssignField(a.Spec.Parameters.Assign, vp, false, errs)
-	if a.Spec.Parameters.Assign.Value != nil {
-		if _, ok := m.value.(string); !ok {
-			errs = append(errs, field.Invalid(vp.Child("value"), m.value, "labels and annotations are strings"))
-		}
-	}
-	// Add-only: an existing label or annotation is never replaced, which is
-	// also what makes metadata mutators converge.
-	m.conds = []mutationsv1.Condition{"", "", mutationsv1.MustNotExist}
-	return m.finishMatch(a.Spec.Match, errs)
-}
-
-func isMetadataKey(p path.Path) bool {
-	if len(p.Nodes) != 3 {
-		return false
-	}
-	for i, n := range p.Nodes {
-		o, ok := n.(path.Object)
-		if !ok {
-			return false
-		}
-		switch i {
-		case 0:
-			if o.Reference != "metadata" {
-				return false
-			}
-		case 1:
-			if o.Reference != "labels" && o.Reference != "annotations" {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// NewModifySet validates a ModifySet and returns its mutator. Its key field
-// may be the last node (`[name: x].name` as a set is odd but converges), as
-// in Gatekeeper.
-func NewModifySet(s *mutationsv1.ModifySet) (*Mutator, field.ErrorList) {
-	m, errs := newMutator(mutationsv1.KindModifySet, s.Name, s.Spec.Location, endRule{listEnd: "must end in a field holding the list, not in a list selector"})
-	m.generation = s.Generation
-	switch s.Spec.Parameters.Operation {
-	case "", mutationsv1.OperationMerge:
-	case mutationsv1.OperationPrune:
-		m.prune = true
-	default:
-		errs = append(errs, field.NotSupported(field.NewPath("spec", "parameters", "operation"), s.Spec.Parameters.Operation, []string{mutationsv1.OperationMerge, mutationsv1.OperationPrune}))
-	}
-	for _, v := range s.Spec.Parameters.Values.FromList {
-		m.values = append(m.values, v.Value)
-	}
-	m.valueIndex = newValueSet(m.values)
-	return m.finish(s.Spec.ApplyTo, s.Spec.Parameters.PathTests, s.Spec.Match, errs)
-}
-
-// NewAssignImage validates an AssignImage and returns its mutator.
-func NewAssignImage(a *mutationsv1alpha1.AssignImage) (*Mutator, field.ErrorList) {
-	m, errs := newMutator(mutationsv1.KindAssignImage, a.Name, a.Spec.Location, endRule{listEnd: "must end in the field holding the image, not in a list selector", keepKey: true})
-	m.generation = a.Generation
-	pp := a.Spec.Parameters
-	if msg := validateImageParts(pp.AssignDomain, pp.AssignPath, pp.AssignTag); msg != "" {
-		errs = append(errs, field.Invalid(field.NewPath("spec", "parameters"), fmt.Sprintf("assignDomain=%q assignPath=%q assignTag=%q", pp.AssignDomain, pp.AssignPath, pp.AssignTag), msg))
-	}
-	m.domain, m.imgPath, m.tag = pp.AssignDomain, pp.AssignPath, pp.AssignTag
-	return m.finish(a.Spec.ApplyTo, pp.PathTests, a.Spec.Match, errs)
 }

@@ -140,7 +140,7 @@ func TestAssignValueIsNotShared(t *testing.T) {
 	if _, ok := cs[1].(map[string]any)["securityContext"].(map[string]any)["x"]; ok {
 		t.Fatal("the assigned value is shared between elements")
 	}
-	if _, ok := m.value.(map[string]any)["x"]; ok {
+	if _, ok := m.op.(assignOp).value.(map[string]any)["x"]; ok {
 		t.Fatal("the mutator's own value was changed")
 	}
 }
@@ -329,8 +329,9 @@ func TestAssignImageConverges(t *testing.T) {
 					continue
 				}
 				for _, img := range images {
-					once := assignImage(img, d, p, tag)
-					if twice := assignImage(once, d, p, tag); twice != once {
+					op := assignImageOp{imageRef{domain: d, path: p, tag: tag}}
+					once := op.image(img)
+					if twice := op.image(once); twice != once {
 						t.Errorf("domain %q path %q tag %q on %q: %q then %q", d, p, tag, img, once, twice)
 					}
 				}

@@ -22,7 +22,6 @@ import (
 	"slices"
 	"strings"
 
-	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
 
@@ -48,17 +47,6 @@ func (t impliedType) String() string {
 	default:
 		return "a " + t.kind
 	}
-}
-
-func (m *Mutator) terminalType() impliedType {
-	switch m.id.Kind {
-	case mutationsv1.KindModifySet:
-		return impliedType{kind: "set"}
-	case mutationsv1.KindAssignImage:
-		// A string, and nothing may be written below it.
-		return impliedType{kind: "string"}
-	}
-	return impliedType{}
 }
 
 // schemaSlot is one value along a mutator's location and the type the
@@ -97,7 +85,7 @@ func (m *Mutator) schemaSlots() []schemaSlot {
 	full := key.String()
 	var out []schemaSlot
 	for i := range m.nodes {
-		t := m.terminalType()
+		t := m.op.endType()
 		if i+1 < len(m.nodes) {
 			switch next := m.nodes[i+1].(type) {
 			case path.Object:

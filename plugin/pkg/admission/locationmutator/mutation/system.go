@@ -189,28 +189,29 @@ func (r Result) Mutated() bool { return len(r.Applied) > 0 }
 // and leaves them as Gatekeeper's deep comparison would, one pass later.
 // t.Labels is refreshed from obj on every pass after the first.
 func Mutate(candidates []*Mutator, obj map[string]any, t *match.Target) (Result, error) {
-	return run(candidates, mapObject(obj), t)
+	return run(candidates, unstructuredRoot(obj), t)
 }
 
 // mutable is an object the system mutates: an unstructured map, or a typed
 // object (MutateTyped).
 type mutable interface {
-	// apply runs candidate i, m, once.
-	apply(i int, m *Mutator, md Metadata) (bool, error)
+	// apply runs m once.
+	apply(m *Mutator, md Metadata) (bool, error)
 	labels() labels.Labels
 	snapshot() (any, error)
 	// same compares the object with a snapshot, as JSON.
 	same(snapshot any) (bool, error)
 }
 
-type mapObject map[string]any
+// unstructuredRoot is an object in its unstructured form.
+type unstructuredRoot map[string]any
 
-func (o mapObject) apply(_ int, m *Mutator, md Metadata) (bool, error) {
+func (o unstructuredRoot) apply(m *Mutator, md Metadata) (bool, error) {
 	return m.Mutate(o, md)
 }
-func (o mapObject) labels() labels.Labels  { return labelsOf(o) }
-func (o mapObject) snapshot() (any, error) { return deepCopyJSON(map[string]any(o)), nil }
-func (o mapObject) same(snapshot any) (bool, error) {
+func (o unstructuredRoot) labels() labels.Labels  { return labelsOf(o) }
+func (o unstructuredRoot) snapshot() (any, error) { return deepCopyJSON(map[string]any(o)), nil }
+func (o unstructuredRoot) same(snapshot any) (bool, error) {
 	return jsonEqual(snapshot, map[string]any(o)), nil
 }
 
@@ -279,7 +280,7 @@ func runPass(candidates []*Mutator, obj mutable, t *match.Target) (pass, error) 
 			continue
 		}
 		p.matched++
-		c, err := obj.apply(i, m, md)
+		c, err := obj.apply(m, md)
 		if err != nil {
 			return p, fmt.Errorf("%s: %w", describe(t), err)
 		}

@@ -131,7 +131,7 @@ func TestSystemNonConvergence(t *testing.T) {
 	// No manifest can express a mutator that never settles, so break one on
 	// purpose: NaN never equals itself.
 	m := assign(t, "nan", "spec.x", "0")
-	m.value = math.NaN()
+	m.op = assignOp{assignment{value: math.NaN()}}
 	s := mustSystem(t, m, assign(t, "fine", "spec.y", "1"))
 	tg := podTarget()
 	tg.GVK = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}

@@ -17,9 +17,9 @@ limitations under the License.
 package mutation
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -28,151 +28,430 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 )
 
-// ErrTypedUnsupported is wrapped by MutateTyped's error when it cannot run
-// the candidates on the typed object exactly as Mutate would on the
-// object's unstructured form. Nothing has been changed when it is returned:
-// the caller converts the object and uses Mutate.
-var ErrTypedUnsupported = errors.New("not supported on the typed object")
-
-func unsupported(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrTypedUnsupported, fmt.Sprintf(format, args...))
-}
-
 // MutateTyped is Mutate on a typed object (a pointer to a versioned API
-// struct), changed in place by reflection guided by its json tags, so that
-// a Pod need not be converted to an unstructured map and back on every
-// request. It gives the same result, errors and final object as converting
-// it with runtime.DefaultUnstructuredConverter, running Mutate and decoding
-// it back; typed_test.go checks that with differential tests and a fuzz
-// target.
+// struct), changed in place by reflection, so that a Pod need not be
+// converted to its unstructured form and back on every request.
 //
-// So everything that could make the two differ is refused when a mutator
-// is planned for a Go type (typed_plan.go), never half-way through a walk:
-// a path that does not fit the type (the map walker would fail, or write
-// something the decoder drops or rejects); inline structs or interface
-// fields on the way; types with an unstructured form of their own on the
-// way (IntOrString, Time, RawExtension; a Quantity only as the value of a
-// map entry); omitzero; a value that does not decode into the field and
-// come back as itself; parents or new list elements whose zero value would
-// not read as an empty object; Assign of a whole list element; and
-// ModifySet on anything but a []string. MutateTyped then returns an error
-// wrapping ErrTypedUnsupported before changing anything, and the caller
-// converts the object and uses Mutate.
+// The walker is the same; what it sees is the object's unstructured form,
+// the one runtime.DefaultUnstructuredConverter gives, read field by field
+// through the json tags. So the result is what the walker on the
+// unstructured form gives once that is decoded back into the type, with
+// three differences, all of them where the unstructured form cannot be
+// decoded as it is: a value that does not fit its field (a string where an
+// integer goes, an integer too large for it, an object where a string
+// goes) is an error naming the mutator, where the decoder would refuse the
+// object or silently cut the integer; a field the type does not have takes
+// no value, as the decoder drops it; and values are compared as the type
+// holds them, so a write that reads as before (an empty string into an
+// omitempty field, 1024Mi over 1Gi) is not a change.
 func MutateTyped(candidates []*Mutator, obj runtime.Object, t *match.Target) (Result, error) {
 	ptr := reflect.ValueOf(obj)
-	if ptr.Kind() != reflect.Pointer || ptr.IsNil() {
-		return Result{}, unsupported("the object is a %T", obj)
+	if ptr.Kind() != reflect.Pointer || ptr.IsNil() || !typeInfoOf(ptr.Type().Elem()).plainStruct {
+		return Result{}, fmt.Errorf("%s: cannot mutate a %T in place", describe(t), obj)
 	}
 	accessor, ok := obj.(metav1.Object)
 	if !ok {
-		return Result{}, unsupported("%T has no ObjectMeta", obj)
+		return Result{}, fmt.Errorf("%s: a %T has no metadata", describe(t), obj)
 	}
-	objType := ptr.Type().Elem()
-	md := Metadata{Namespace: t.Namespace, Name: t.Name}
-	plans := make([]*typedPlan, len(candidates))
-	for i, m := range candidates {
-		p := m.planFor(objType)
-		if p.err != nil {
-			return Result{}, p.err
-		}
-		if p.write == writeFromMetadata && p.lastOmitEmpty && m.metadataValue(md) == "" {
-			// An empty name or namespace written into an omitempty field
-			// is present in the map but missing from the unstructured form.
-			return Result{}, unsupported("%s writes an empty %s into an omitempty field", m.id, m.fromMetadata)
-		}
-		plans[i] = p
-	}
-	if err := checkPrunes(candidates, plans); err != nil {
-		return Result{}, err
-	}
-	if err := checkNewElementObjects(candidates, plans); err != nil {
-		return Result{}, err
-	}
-	return run(candidates, &typedObject{root: ptr.Elem(), obj: obj, accessor: accessor, plans: plans}, t)
+	root := structObject{v: ptr.Elem(), info: typeInfoOf(ptr.Type().Elem())}
+	return run(candidates, &typedRoot{root: root, obj: obj, accessor: accessor}, t)
 }
 
-// metadataValue is what m's fromMetadata reads.
-func (m *Mutator) metadataValue(md Metadata) string {
-	if m.fromMetadata == "namespace" {
-		return md.Namespace
-	}
-	return md.Name
-}
-
-// checkPrunes refuses a prune next to another mutator ending at the same
-// field: a prune that empties an omitempty list leaves [] in the map but
-// nothing in the unstructured form, which only a mutator reading that very
-// field could tell.
-func checkPrunes(candidates []*Mutator, plans []*typedPlan) error {
-	for i, p := range plans {
-		if p.write != writeModifySet || !candidates[i].prune {
-			continue
-		}
-		for j, q := range plans {
-			if j != i && q.lastField == p.lastField {
-				return unsupported("%s prunes a field %s also ends at", candidates[i].id, candidates[j].id)
-			}
-		}
-	}
-	return nil
-}
-
-// checkNewElementObjects refuses a set in which the {} a new list element
-// has (see typedPlan.newElementObjects) could be seen: the map walker's
-// element lacks it, so a pathTest at that field, a mutator ending there,
-// or a whole value compared (writeComposite) would tell the two apart.
-// Walking through it is fine: the map walker creates the {} where the
-// typed walker finds it.
-func checkNewElementObjects(candidates []*Mutator, plans []*typedPlan) error {
-	var objects []structField
-	for _, p := range plans {
-		objects = append(objects, p.newElementObjects...)
-	}
-	if len(objects) == 0 {
-		return nil
-	}
-	for j, q := range plans {
-		m := candidates[j]
-		// A map entry's value (a Quantity) is never one of those {}.
-		if q.write == writeComposite && q.steps[len(q.steps)-1].kind != stepMapEntry {
-			return unsupported("%s compares a whole value where new list elements are made", m.id)
-		}
-		for d, step := range q.steps {
-			if step.kind != stepField || (d != len(q.steps)-1 && (m.conds == nil || m.conds[d] == "")) {
-				continue
-			}
-			for _, o := range objects {
-				if step.structType == o.structType && step.field.index == o.index {
-					return unsupported("%s looks at %s, which a new list element has as {} and the map walker's lacks", m.id, prefixString(m.location, d))
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// typedObject is a typed object under mutation, for run.
-type typedObject struct {
-	root     reflect.Value // the struct obj points to
+// typedRoot is a typed object under mutation, for run.
+type typedRoot struct {
+	root     structObject
 	obj      runtime.Object
 	accessor metav1.Object
-	plans    []*typedPlan // one per candidate
 }
 
-func (o *typedObject) apply(i int, m *Mutator, md Metadata) (bool, error) {
-	return m.walkTyped(o.plans[i], o.root, 0, md)
-}
+func (o *typedRoot) apply(m *Mutator, md Metadata) (bool, error) { return m.run(o.root, md) }
 
-func (o *typedObject) labels() labels.Labels { return labels.Set(o.accessor.GetLabels()) }
+func (o *typedRoot) labels() labels.Labels { return labels.Set(o.accessor.GetLabels()) }
 
-func (o *typedObject) snapshot() (any, error) {
+func (o *typedRoot) snapshot() (any, error) {
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(o.obj)
 }
 
-func (o *typedObject) same(snapshot any) (bool, error) {
+func (o *typedRoot) same(snapshot any) (bool, error) {
 	now, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o.obj)
 	if err != nil {
 		return false, err
 	}
 	return jsonEqual(snapshot, now), nil
+}
+
+// structObject is a typed struct.
+type structObject struct {
+	v    reflect.Value // the struct, addressable
+	info *typeInfo
+	// ptr is the pointer to attach, for a new struct behind a pointer.
+	ptr reflect.Value
+	// fresh marks a struct the walker made, not part of the object yet.
+	// Gatekeeper makes an empty object there, so every field reads as
+	// missing until written, but for key, the field a new list element is
+	// selected by.
+	fresh bool
+	key   []int
+}
+
+// newStruct is a fresh zero struct of the type info describes, behind a
+// new pointer when pointer is true.
+func newStruct(info *typeInfo, pointer bool) structObject {
+	p := reflect.New(info.t)
+	o := structObject{v: p.Elem(), info: info, fresh: true}
+	if pointer {
+		o.ptr = p
+	}
+	return o
+}
+
+func (o structObject) field(name string) slot {
+	f, err := o.info.fieldOf(name)
+	switch {
+	case err == errNoField:
+		return absentField{}
+	case err != nil:
+		return unusableField{err}
+	}
+	return typedField{v: o.v.FieldByIndex(f.index), f: f, fresh: o.fresh && !slices.Equal(f.index, o.key)}
+}
+
+// typedField is a field of a typed struct.
+type typedField struct {
+	v     reflect.Value // addressable
+	f     *jsonField
+	fresh bool
+}
+
+func (s typedField) exists() bool { return !s.fresh && present(s.v, s.f) }
+
+func (s typedField) typeName() string {
+	if s.exists() {
+		return typedValueName(s.v, s.f.info)
+	}
+	return fmt.Sprintf("a %v field", s.v.Type())
+}
+
+func (s typedField) object() (object, bool) {
+	info := s.f.info
+	exists := s.exists()
+	switch {
+	case info.plainStruct:
+		// A struct always reads as present, unless omitzero leaves it
+		// out: then it is as new.
+		return structObject{v: s.v, info: info, fresh: s.fresh || !exists}, true
+	case info.pointerToStruct:
+		if exists {
+			return structObject{v: s.v.Elem(), info: info.elemInfo()}, true
+		}
+		return newStruct(info.elemInfo(), true), true
+	case info.stringMap:
+		return typedMap{v: s.v, info: info}, true
+	case !exists:
+		return misfitObject{}, true
+	}
+	return nil, false
+}
+
+// attach sets the pointer to a new struct; a struct or map held in the
+// field itself was written in place.
+func (s typedField) attach(o object) (bool, error) {
+	switch o := o.(type) {
+	case misfitObject:
+		return false, &misfitError{value: map[string]any{}, t: s.v.Type()}
+	case structObject:
+		if o.ptr.IsValid() {
+			s.v.Set(o.ptr)
+		}
+	}
+	return true, nil
+}
+
+func (s typedField) list() (list, bool) {
+	switch {
+	case s.f.info.list:
+		return typedList{v: s.v, info: s.f.info}, true
+	case !s.exists():
+		return misfitList{s.v.Type()}, true
+	}
+	return nil, false
+}
+
+func (s typedField) holds(v any) bool { return s.exists() && typedEqual(s.v, s.f.info, v) }
+
+func (s typedField) str() (string, bool) { return typedString(s.v, s.f.info) }
+
+func (s typedField) set(v any) (effect, error) {
+	nv, err := decodeValue(v, s.f.info)
+	if err != nil {
+		return effect{}, err
+	}
+	was, is := present(s.v, s.f), present(nv, s.f)
+	same := was == is && (!was || sameValue(s.v, nv, s.f.info))
+	s.v.Set(nv)
+	return effect{wrote: true, changed: !same}, nil
+}
+
+// typedMap is a map with string keys: labels, a node selector, a
+// ResourceList.
+type typedMap struct {
+	v    reflect.Value // the map field, addressable
+	info *typeInfo
+}
+
+func (o typedMap) field(name string) slot {
+	key := reflect.ValueOf(name)
+	if kt := o.v.Type().Key(); kt != key.Type() {
+		key = key.Convert(kt)
+	}
+	return typedMapEntry{m: o.v, key: key, info: o.info.elemInfo()}
+}
+
+// typedMapEntry is an entry of a typed map. Its values are written whole:
+// map entries are not addressable.
+type typedMapEntry struct {
+	m, key reflect.Value
+	info   *typeInfo // of the values
+}
+
+func (s typedMapEntry) get() reflect.Value { return s.m.MapIndex(s.key) }
+
+func (s typedMapEntry) exists() bool {
+	e := s.get()
+	if !e.IsValid() {
+		return false
+	}
+	u, ok := typedJSON(e, s.info)
+	return ok && !isNull(u)
+}
+
+func (s typedMapEntry) typeName() string {
+	if e := s.get(); e.IsValid() {
+		return typedValueName(e, s.info)
+	}
+	return fmt.Sprintf("a %v entry", s.info.t)
+}
+
+func (s typedMapEntry) object() (object, bool) {
+	if s.exists() {
+		return nil, false
+	}
+	return misfitObject{}, true
+}
+
+func (s typedMapEntry) attach(object) (bool, error) {
+	return false, &misfitError{value: map[string]any{}, t: s.info.t}
+}
+
+func (s typedMapEntry) list() (list, bool) {
+	if s.exists() {
+		return nil, false
+	}
+	return misfitList{s.info.t}, true
+}
+
+func (s typedMapEntry) holds(v any) bool {
+	e := s.get()
+	return e.IsValid() && typedEqual(e, s.info, v)
+}
+
+func (s typedMapEntry) str() (string, bool) {
+	e := s.get()
+	if !e.IsValid() {
+		return "", false
+	}
+	return typedString(e, s.info)
+}
+
+func (s typedMapEntry) set(v any) (effect, error) {
+	nv, err := decodeValue(v, s.info)
+	if err != nil {
+		return effect{}, err
+	}
+	old := s.get()
+	same := old.IsValid() && sameValue(old, nv, s.info)
+	if s.m.IsNil() {
+		s.m.Set(reflect.MakeMap(s.m.Type()))
+	}
+	s.m.SetMapIndex(s.key, nv)
+	return effect{wrote: true, changed: !same}, nil
+}
+
+// typedList is a slice.
+type typedList struct {
+	v    reflect.Value // the slice field, addressable
+	info *typeInfo
+}
+
+func (l typedList) len() int { return l.v.Len() }
+
+func (l typedList) elem(j int) (object, bool) {
+	e, ei := l.v.Index(j), l.info.elemInfo()
+	switch {
+	case ei.plainStruct:
+		return structObject{v: e, info: ei}, true
+	case ei.pointerToStruct && !e.IsNil():
+		return structObject{v: e.Elem(), info: ei.elemInfo()}, true
+	}
+	return nil, false
+}
+
+func (l typedList) elemTypeName(j int) string { return typedValueName(l.v.Index(j), l.info.elemInfo()) }
+
+func (l typedList) elemValue(j int) any {
+	u, _ := typedJSON(l.v.Index(j), l.info.elemInfo())
+	return u
+}
+
+func (l typedList) newElement(key string, value any) (object, error) {
+	var o structObject
+	switch ei := l.info.elemInfo(); {
+	case ei.plainStruct:
+		o = newStruct(ei, false)
+	case ei.pointerToStruct:
+		o = newStruct(ei.elemInfo(), true)
+	default:
+		return nil, fmt.Errorf("the list holds %v values, not objects", ei.t)
+	}
+	f, err := o.info.fieldOf(key)
+	switch {
+	case err == errNoField:
+		// The key is dropped, as the decoder drops it: such an element is
+		// selected by nothing on the next pass.
+		return o, nil
+	case err != nil:
+		return nil, fmt.Errorf("its elements cannot be selected by %q: %w", key, err)
+	}
+	if _, err := (typedField{v: o.v.FieldByIndex(f.index), f: f}).set(value); err != nil {
+		return nil, fmt.Errorf("key %s: %w", key, err)
+	}
+	o.key = f.index
+	return o, nil
+}
+
+func (l typedList) appendElement(o object) (bool, error) {
+	so := o.(structObject)
+	e := so.v
+	if so.ptr.IsValid() {
+		e = so.ptr
+	}
+	l.v.Set(reflect.Append(l.v, e))
+	return true, nil
+}
+
+func (l typedList) setElement(j int, v any) (effect, error) {
+	ei := l.info.elemInfo()
+	nv, err := decodeValue(v, ei)
+	if err != nil {
+		return effect{}, err
+	}
+	if j < 0 {
+		l.v.Set(reflect.Append(l.v, nv))
+		return wrote, nil
+	}
+	same := sameValue(l.v.Index(j), nv, ei)
+	l.v.Index(j).Set(nv)
+	return effect{wrote: true, changed: !same}, nil
+}
+
+func (l typedList) appendValues(vs []any) (effect, error) {
+	out := reflect.MakeSlice(l.v.Type(), l.v.Len(), l.v.Len()+len(vs))
+	reflect.Copy(out, l.v)
+	for _, v := range vs {
+		nv, err := decodeValue(v, l.info.elemInfo())
+		if err != nil {
+			return effect{}, err
+		}
+		out = reflect.Append(out, nv)
+	}
+	l.v.Set(out)
+	return wrote, nil
+}
+
+// retain makes a new slice: the old one's array may be shared with other
+// objects.
+func (l typedList) retain(keep []bool) effect {
+	out := reflect.MakeSlice(l.v.Type(), 0, l.v.Len())
+	for j := range keep {
+		if keep[j] {
+			out = reflect.Append(out, l.v.Index(j))
+		}
+	}
+	l.v.Set(out)
+	return wrote
+}
+
+// absentField is a field the type does not have. Nothing is there, and
+// what is written there is dropped, as the decoder drops an unknown
+// field; new parents above it are kept all the same, as they are after
+// decoding.
+type absentField struct{}
+
+func (absentField) exists() bool                      { return false }
+func (absentField) typeName() string                  { return "no such field" }
+func (absentField) object() (object, bool)            { return absentObject{}, true }
+func (absentField) attach(object) (bool, error)       { return false, nil }
+func (absentField) list() (list, bool)                { return absentList{}, true }
+func (absentField) holds(any) bool                    { return false }
+func (absentField) str() (string, bool)               { return "", false }
+func (absentField) set(any) (effect, error)           { return effect{wrote: true}, nil }
+func (absentObject) field(string) slot                { return absentField{} }
+func (absentList) len() int                           { return 0 }
+func (absentList) elem(int) (object, bool)            { return nil, false }
+func (absentList) elemTypeName(int) string            { return "" }
+func (absentList) elemValue(int) any                  { return nil }
+func (absentList) appendElement(object) (bool, error) { return false, nil }
+func (absentList) retain([]bool) effect               { return effect{} }
+func (absentList) setElement(int, any) (effect, error) {
+	return effect{wrote: true}, nil
+}
+func (absentList) appendValues([]any) (effect, error) {
+	return effect{wrote: true}, nil
+}
+func (absentList) newElement(string, any) (object, error) {
+	return absentObject{}, nil
+}
+
+type absentObject struct{}
+
+type absentList struct{}
+
+// unusableField is a field the walker cannot read or write safely (an
+// unexported one, or a name two fields claim): every use is an error.
+type unusableField struct{ err error }
+
+func (s unusableField) exists() bool                { return false }
+func (s unusableField) typeName() string            { return s.err.Error() }
+func (s unusableField) object() (object, bool)      { return nil, false }
+func (s unusableField) attach(object) (bool, error) { return false, s.err }
+func (s unusableField) list() (list, bool)          { return nil, false }
+func (s unusableField) holds(any) bool              { return false }
+func (s unusableField) str() (string, bool)         { return "", false }
+func (s unusableField) set(any) (effect, error)     { return effect{}, s.err }
+
+// misfitObject and misfitList stand, during one walk, for an object or a
+// list where nothing is and the type can hold neither (a string field, an
+// IntOrString). Gatekeeper would make an empty one there: that is only
+// wrong, and refused, once something is written into it.
+type misfitObject struct{}
+
+func (misfitObject) field(string) slot { return absentField{} }
+
+type misfitList struct{ t reflect.Type }
+
+func (misfitList) len() int                { return 0 }
+func (misfitList) elem(int) (object, bool) { return nil, false }
+func (misfitList) elemTypeName(int) string { return "" }
+func (misfitList) elemValue(int) any       { return nil }
+func (misfitList) retain([]bool) effect    { return effect{} }
+func (misfitList) newElement(string, any) (object, error) {
+	return absentObject{}, nil
+}
+func (l misfitList) misfit() error                      { return &misfitError{value: []any{}, t: l.t} }
+func (l misfitList) appendElement(object) (bool, error) { return false, l.misfit() }
+func (l misfitList) setElement(int, any) (effect, error) {
+	return effect{}, l.misfit()
+}
+func (l misfitList) appendValues([]any) (effect, error) {
+	return effect{}, l.misfit()
 }

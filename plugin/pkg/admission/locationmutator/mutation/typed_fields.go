@@ -5,7 +5,7 @@ Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
 You may obtain a copy of the License at
 
-    http://www.apache.org/licenses/LICENSE-2.0
+	http://www.apache.org/licenses/LICENSE-2.0
 
 Unless required by applicable law or agreed to in writing, software
 distributed under the License is distributed on an "AS IS" BASIS,
@@ -13,11 +13,13 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
-
 package mutation
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -27,7 +29,7 @@ import (
 
 // jsonField is a struct field found by its json name: what a typed Go
 // value looks like in its unstructured form, the form
-// runtime.DefaultUnstructuredConverter gives and the map walker works on.
+// runtime.DefaultUnstructuredConverter gives and the walker reads.
 //
 // Field names come from the json tags, read by the converter's own rules
 // (k8s.io/apimachinery/pkg/runtime's fieldInfoFromField). That function is
@@ -35,42 +37,164 @@ import (
 // does not serve in its place: the converter does not use it for struct
 // fields, and the two disagree just where this file must be careful.
 // structured-merge-diff merges inline members into their parent's names,
-// so a name an inline member shadows (TypeMeta's kind) looks like any
-// other; it keeps omitempty, omitzero and the field index private; it
-// skips unexported fields, which the converter writes; and it does not
-// know the `,embed` option the converter honours from Go 1.27. We use
-// structured-merge-diff for what the converter itself asks it: whether a
-// type has an unstructured form of its own (hasOwnForm).
+// so a name an inline member shadows looks like any other; it keeps
+// omitempty, omitzero and the field index private; it skips unexported
+// fields, which the converter writes; and it does not know the `,embed`
+// option the converter honours from Go 1.27. We use structured-merge-diff
+// for what the converter itself asks it: whether a type has an
+// unstructured form of its own, and omitzero's test.
 type jsonField struct {
-	index     int // in its struct
-	typ       reflect.Type
+	// index leads to the field, through inline members.
+	index     []int
+	info      *typeInfo // of the field's type
 	omitEmpty bool
+	// omitZero is the test the converter leaves the field out by, nil
+	// without omitzero.
+	omitZero func(reflect.Value) bool
 }
 
-// structField names a field of a struct type by its index.
-type structField struct {
-	structType reflect.Type
-	index      int
+// errNoField is fieldOf's answer for a name the type lacks.
+var errNoField = errors.New("no such field")
+
+// typeInfo is what the walker asks of a Go type, worked out once per type.
+type typeInfo struct {
+	// ownForm: the type has an unstructured form of its own (a JSON or
+	// unstructured marshaller: Quantity, IntOrString, Time, RawExtension),
+	// which the converter hands the value to.
+	ownForm bool
+	// scalar: a bool, string, integer or float without a form of its own.
+	scalar bool
+	// pointerToScalar: a pointer to such a scalar.
+	pointerToScalar bool
+	// plainStruct: a struct without a form of its own; pointerToStruct, a
+	// pointer to one.
+	plainStruct, pointerToStruct bool
+	// stringMap: a map with string keys without a form of its own; list,
+	// a slice without one.
+	stringMap, list bool
+	t               reflect.Type
+	// elem is the element type's info, for a map, slice or pointer, made
+	// on first use: types refer to themselves through these.
+	elemOnce sync.Once
+	elem     *typeInfo
+	// holders are holderType(t, false) and holderType(t, true).
+	holders [2]reflect.Type
+
+	fieldsOnce sync.Once
+	fields     map[string]*fieldLookup
 }
 
-type fieldCacheKey struct {
-	structType reflect.Type
-	jsonName   string
-}
-
-type cachedField struct {
+type fieldLookup struct {
 	field jsonField
 	err   error
 }
 
-// fieldCache holds fieldByJSONName's answers: fieldCacheKey -> cachedField.
-var fieldCache sync.Map
+// typeInfos holds typeInfoOf's answers: reflect.Type -> *typeInfo.
+var typeInfos sync.Map
+
+func typeInfoOf(t reflect.Type) *typeInfo {
+	if v, ok := typeInfos.Load(t); ok {
+		return v.(*typeInfo)
+	}
+	info := &typeInfo{t: t, ownForm: ownForm(t), scalar: scalarKind(t) && !ownForm(t)}
+	info.plainStruct = t.Kind() == reflect.Struct && !info.ownForm
+	info.stringMap = t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && !info.ownForm
+	info.list = t.Kind() == reflect.Slice && !info.ownForm
+	if t.Kind() == reflect.Pointer {
+		e := t.Elem()
+		info.pointerToScalar = scalarKind(e) && !ownForm(e)
+		info.pointerToStruct = e.Kind() == reflect.Struct && !ownForm(e)
+	}
+	info.holders = [2]reflect.Type{holderType(t, false), holderType(t, true)}
+	v, _ := typeInfos.LoadOrStore(t, info)
+	return v.(*typeInfo)
+}
+
+// elemInfo is the info of the element type of a map, slice or pointer.
+func (info *typeInfo) elemInfo() *typeInfo {
+	info.elemOnce.Do(func() { info.elem = typeInfoOf(info.t.Elem()) })
+	return info.elem
+}
+
+func ownForm(t reflect.Type) bool {
+	e := value.TypeReflectEntryOf(t)
+	return e.CanConvertToUnstructured() || e.CanConvertFromUnstructured()
+}
+
+func scalarKind(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.String,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// fieldOf finds the field of struct info.t whose json name is name, inline
+// members included. errNoField means there is none; a name two fields
+// share, one an inline member that is not a plain struct may hold, and an
+// unexported field are errors, since which field the converter reads there
+// is not ours to guess, and an unexported one cannot be set.
+func (info *typeInfo) fieldOf(name string) (*jsonField, error) {
+	info.fieldsOnce.Do(func() { info.fields = jsonFields(info.t) })
+	l, ok := info.fields[name]
+	if !ok {
+		return nil, errNoField
+	}
+	return &l.field, l.err
+}
+
+// jsonFields maps every json name of struct t to its field, or to why it
+// cannot be used.
+func jsonFields(t reflect.Type) map[string]*fieldLookup {
+	out := map[string]*fieldLookup{}
+	opaque := ""
+	var walk func(t reflect.Type, prefix []int)
+	walk = func(t reflect.Type, prefix []int) {
+		for i := 0; i < t.NumField(); i++ {
+			sf := t.Field(i)
+			idx := append(slices.Clip(prefix), i)
+			n, omitEmpty, omitZero, inline := jsonTag(sf)
+			switch {
+			case inline && typeInfoOf(sf.Type).plainStruct:
+				walk(sf.Type, idx)
+				continue
+			case inline:
+				opaque = sf.Type.String()
+				continue
+			case n == "-":
+				continue
+			}
+			if _, dup := out[n]; dup {
+				out[n] = &fieldLookup{err: fmt.Errorf("field %q of %v: two fields have that name", n, t)}
+				continue
+			}
+			if !sf.IsExported() {
+				out[n] = &fieldLookup{err: fmt.Errorf("field %q of %v is unexported", n, t)}
+				continue
+			}
+			f := jsonField{index: idx, info: typeInfoOf(sf.Type), omitEmpty: omitEmpty}
+			if omitZero {
+				f.omitZero = value.OmitZeroFunc(sf.Type)
+			}
+			out[n] = &fieldLookup{field: f}
+		}
+	}
+	walk(t, nil)
+	if opaque != "" {
+		// Any name may be the inline member's: none can be told apart.
+		for n := range out {
+			out[n] = &fieldLookup{err: fmt.Errorf("field %q of %v: %s is inline and may hold it", n, t, opaque)}
+		}
+	}
+	return out
+}
 
 // jsonTag reads a field's json name and options as the unstructured
 // converter does. inline is an embedded struct without a name, whose
 // members the converter writes into the parent; "embed", which the
-// converter honours from Go 1.27, is read as inline on every Go version,
-// so that such a field is refused rather than misread.
+// converter honours from Go 1.27, is read as inline on every Go version.
 func jsonTag(sf reflect.StructField) (name string, omitEmpty, omitZero, inline bool) {
 	tag, ok := sf.Tag.Lookup("json")
 	if !ok || tag == "" {
@@ -101,90 +225,6 @@ func jsonTag(sf reflect.StructField) (name string, omitEmpty, omitZero, inline b
 	return name, omitEmpty, omitZero, inline
 }
 
-// fieldByJSONName finds the field of struct t whose json name is name,
-// once per (t, name). A name an inline member may hold, a name two fields
-// share, an unexported field and omitzero are unsupported.
-func fieldByJSONName(t reflect.Type, name string) (jsonField, error) {
-	k := fieldCacheKey{t, name}
-	if v, ok := fieldCache.Load(k); ok {
-		c := v.(cachedField)
-		return c.field, c.err
-	}
-	f, err := findField(t, name)
-	fieldCache.Store(k, cachedField{f, err})
-	return f, err
-}
-
-func findField(t reflect.Type, name string) (jsonField, error) {
-	found := false
-	var out jsonField
-	for i := 0; i < t.NumField(); i++ {
-		sf := t.Field(i)
-		n, omitEmpty, omitZero, inline := jsonTag(sf)
-		if inline {
-			// The inline member's fields share the parent's names (TypeMeta
-			// holds kind and apiVersion): which one the converter keeps is
-			// not ours to guess.
-			if mayHaveKey(sf.Type, name) {
-				return jsonField{}, unsupported("%v inlines %v, which may hold %q", t, sf.Type, name)
-			}
-			continue
-		}
-		if n != name || n == "-" {
-			continue
-		}
-		if found || !sf.IsExported() || omitZero {
-			return jsonField{}, unsupported("field %q of %v", name, t)
-		}
-		found = true
-		out = jsonField{index: i, typ: sf.Type, omitEmpty: omitEmpty}
-	}
-	if !found {
-		return jsonField{}, unsupported("%v has no field %q", t, name)
-	}
-	return out, nil
-}
-
-// mayHaveKey reports whether the unstructured form of a t may have the key
-// name, inline members included. Anything but a plain struct may have any.
-func mayHaveKey(t reflect.Type, name string) bool {
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if !plainStruct(t) {
-		return true
-	}
-	for i := 0; i < t.NumField(); i++ {
-		n, _, _, inline := jsonTag(t.Field(i))
-		if n == name || (inline && mayHaveKey(t.Field(i).Type, name)) {
-			return true
-		}
-	}
-	return false
-}
-
-// hasOwnForm reports a type with its own unstructured form (a JSON or
-// unstructured marshaller: Quantity, IntOrString, Time, RawExtension), which
-// the converter hands the value to.
-func hasOwnForm(t reflect.Type) bool {
-	e := value.TypeReflectEntryOf(t)
-	return e.CanConvertToUnstructured() || e.CanConvertFromUnstructured()
-}
-
-// plainScalar reports a bool, string, integer or float without a form of
-// its own.
-func plainScalar(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.Bool, reflect.String,
-		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Float32, reflect.Float64:
-		return !hasOwnForm(t)
-	}
-	return false
-}
-
-func plainStruct(t reflect.Type) bool { return t.Kind() == reflect.Struct && !hasOwnForm(t) }
-
 // holderType is a struct with one field, "v", of type t and with t's
 // omitempty, so that the converter reads and writes a value in it exactly
 // as it would in the field it came from.
@@ -199,7 +239,11 @@ func holderType(t reflect.Type, omitEmpty bool) reflect.Type {
 // toUnstructuredValue returns the unstructured form of v as it reads in a
 // field with that omitempty, and whether the field is written at all.
 func toUnstructuredValue(v reflect.Value, omitEmpty bool) (u any, written bool, err error) {
-	holder := reflect.New(holderType(v.Type(), omitEmpty))
+	h := 0
+	if omitEmpty {
+		h = 1
+	}
+	holder := reflect.New(typeInfoOf(v.Type()).holders[h])
 	holder.Elem().Field(0).Set(v)
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(holder.Interface())
 	if err != nil {
@@ -213,7 +257,7 @@ func toUnstructuredValue(v reflect.Value, omitEmpty bool) (u any, written bool, 
 // type t, as the converter would decode it in a field of that type. u is
 // copied first: the converter may keep its maps and slices.
 func fromUnstructuredValue(u any, t reflect.Type) (reflect.Value, error) {
-	holder := reflect.New(holderType(t, false))
+	holder := reflect.New(typeInfoOf(t).holders[0])
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"v": deepCopyJSON(u)}, holder.Interface()); err != nil {
 		return reflect.Value{}, err
 	}
@@ -243,15 +287,4 @@ func presentInUnstructured(v reflect.Value, omitEmpty bool) bool {
 		return !omitEmpty || v.Float() != 0
 	}
 	return true
-}
-
-// zeroIsEmptyObject reports whether a new zero t reads as {}, as the empty
-// map the map walker creates in its place does.
-func zeroIsEmptyObject(t reflect.Type) bool {
-	u, written, err := toUnstructuredValue(reflect.New(t).Elem(), false)
-	if err != nil || !written {
-		return false
-	}
-	m, isMap := u.(map[string]any)
-	return isMap && len(m) == 0
 }

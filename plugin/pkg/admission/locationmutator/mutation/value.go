@@ -284,10 +284,10 @@ func (s *valueSet) memberOf(e any, buf []byte) (int, []byte) {
 	return -1, buf
 }
 
-// mergeInto appends to list (deep copies of) the values not in it yet,
-// in order, each once: what appending each value that no element is
-// jsonEqual to, one after the other, gives.
-func (s *valueSet) mergeInto(list []any) ([]any, bool) {
+// merge appends to l (copies of) the values not in it yet, in order, each
+// once: what appending each value that no element is jsonEqual to, one
+// after the other, gives.
+func (s *valueSet) merge(l list) (effect, error) {
 	var small [64]bool
 	present := small[:0]
 	if s.members > len(small) {
@@ -296,17 +296,14 @@ func (s *valueSet) mergeInto(list []any) ([]any, bool) {
 	present = present[:s.members]
 	missing := s.members
 	var buf []byte
-	for _, e := range list {
-		if missing == 0 {
-			break
-		}
+	for j := 0; j < l.len() && missing > 0; j++ {
 		var k int
-		if k, buf = s.memberOf(e, buf); k >= 0 && !present[k] {
+		if k, buf = s.memberOf(l.elemValue(j), buf); k >= 0 && !present[k] {
 			present[k] = true
 			missing--
 		}
 	}
-	changed := false
+	var add []any
 	for i, v := range s.values {
 		if k := s.member[i]; k >= 0 {
 			if present[k] {
@@ -314,28 +311,37 @@ func (s *valueSet) mergeInto(list []any) ([]any, bool) {
 			}
 			present[k] = true
 		}
-		list = append(list, deepCopyJSON(v))
-		changed = true
+		add = append(add, v)
 	}
-	return list, changed
+	if len(add) == 0 {
+		return effect{}, nil
+	}
+	return l.appendValues(add)
 }
 
-// prune returns list without the elements that are one of the values, and
-// whether there were any; list itself is left alone.
-func (s *valueSet) prune(list []any) ([]any, bool) {
-	var out []any
-	var buf []byte
-	for j, e := range list {
+// prune takes out of l the elements that are one of the values.
+func (s *valueSet) prune(l list) effect {
+	var (
+		keep []bool
+		buf  []byte
+	)
+	for j := 0; j < l.len(); j++ {
 		var k int
-		if k, buf = s.memberOf(e, buf); k >= 0 {
-			if out == nil {
-				out = append(make([]any, 0, len(list)), list[:j]...)
+		if k, buf = s.memberOf(l.elemValue(j), buf); k >= 0 {
+			if keep == nil {
+				keep = make([]bool, l.len())
+				for i := range j {
+					keep[i] = true
+				}
 			}
 			continue
 		}
-		if out != nil {
-			out = append(out, e)
+		if keep != nil {
+			keep[j] = true
 		}
 	}
-	return out, out != nil
+	if keep == nil {
+		return effect{}
+	}
+	return l.retain(keep)
 }

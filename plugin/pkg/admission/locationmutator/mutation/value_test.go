@@ -83,6 +83,8 @@ func sameKeyAsEqual(t *testing.T, a, b any) {
 // referenceModifySet is the ModifySet case of set written the plain way,
 // every membership test a search with jsonEqual.
 func referenceModifySet(m *Mutator, cur any, exists bool) (any, bool) {
+	op := m.op.(modifySetOp)
+	values := op.values.values
 	contains := func(list []any, v any) bool {
 		for _, e := range list {
 			if jsonEqual(e, v) {
@@ -92,11 +94,11 @@ func referenceModifySet(m *Mutator, cur any, exists bool) (any, bool) {
 		return false
 	}
 	if !exists {
-		if m.prune || len(m.values) == 0 {
+		if op.prune || len(values) == 0 {
 			return cur, false
 		}
 		var out []any
-		for _, v := range m.values {
+		for _, v := range values {
 			if !contains(out, v) {
 				out = append(out, deepCopyJSON(v))
 			}
@@ -104,10 +106,10 @@ func referenceModifySet(m *Mutator, cur any, exists bool) (any, bool) {
 		return out, true
 	}
 	list := cur.([]any)
-	if m.prune {
+	if op.prune {
 		var out []any
 		for j, e := range list {
-			if contains(m.values, e) {
+			if contains(values, e) {
 				if out == nil {
 					out = append([]any{}, list[:j]...)
 				}
@@ -123,7 +125,7 @@ func referenceModifySet(m *Mutator, cur any, exists bool) (any, bool) {
 		return out, true
 	}
 	changed := false
-	for _, v := range m.values {
+	for _, v := range values {
 		if !contains(list, v) {
 			list = append(list, deepCopyJSON(v))
 			changed = true
@@ -163,11 +165,15 @@ func checkModifySet(t *testing.T, values []mutationsv1.Value, list []any, exists
 			t.Fatal(errs)
 		}
 		var cur any
+		spec := map[string]any{}
 		if exists {
 			cur = list
+			spec["list"] = deepCopyJSON(cur)
 		}
-		want, wantChanged := referenceModifySet(m, deepCopyJSON(cur), exists)
-		got, gotChanged, err := m.set(deepCopyJSON(cur), exists, 1, Metadata{})
+		// The walker reads a null list as missing.
+		want, wantChanged := referenceModifySet(m, deepCopyJSON(cur), exists && !isNull(cur))
+		gotChanged, err := m.Mutate(map[string]any{"spec": spec}, Metadata{})
+		got := spec["list"]
 		if err != nil {
 			t.Fatalf("%s: %v", op, err)
 		}

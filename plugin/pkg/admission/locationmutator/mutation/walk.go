@@ -23,24 +23,91 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
 
-// Metadata is what fromMetadata can read.
-type Metadata struct {
-	Namespace string
-	Name      string
+// The walker follows a mutator's location through an object and hands the
+// value at its end to the mutator's kind. It is written once, over the
+// interfaces below, which an unstructured object (unstructured.go) and a
+// typed one (typed.go) both implement: every location rule (globs, keyed
+// elements, creating parents only when something is written below them,
+// explicit null as missing, pathTests) lives here and nowhere else.
+//
+// What an object reads as is its JSON form: for a typed object, the form
+// runtime.DefaultUnstructuredConverter gives it.
+
+// object is an object of the value under mutation.
+type object interface {
+	// field returns the place of one of its members.
+	field(name string) slot
 }
 
-// Mutate applies m once to obj, in place, and reports whether any value
-// really changed. Parents are only created when something is written below
-// them, so a pathTest that stops the walk leaves no empty maps behind.
-func (m *Mutator) Mutate(obj map[string]any, md Metadata) (bool, error) {
+// slot is the place of an object's member, which may hold a value or not.
+type slot interface {
+	// exists reports a value that is not null.
+	exists() bool
+	// typeName names what is there, for messages: "an object", "a
+	// string", "null".
+	typeName() string
+	// object returns the object held there or, when nothing is, a new
+	// empty one that becomes part of the object only through attach.
+	// false means the place holds, or can only hold, something else.
+	object() (object, bool)
+	// attach stores a new object that object returned, and reports
+	// whether that changed the object.
+	attach(o object) (bool, error)
+	// list returns the list held there, empty when nothing is; false
+	// means the place holds, or can only hold, something else.
+	list() (list, bool)
+	// holds reports a value there equal to v.
+	holds(v any) bool
+	// str returns the string there, if it holds one.
+	str() (string, bool)
+	// set writes v there.
+	set(v any) (effect, error)
+}
+
+// list is a list of the value under mutation.
+type list interface {
+	len() int
+	// elem returns element j as an object, or false when it is not one.
+	elem(j int) (object, bool)
+	// elemTypeName names element j, for messages.
+	elemTypeName(j int) string
+	// elemValue returns element j as a JSON value, for comparing it.
+	elemValue(j int) any
+	// newElement returns a new element object with only its key set; it
+	// becomes part of the list through appendElement.
+	newElement(key string, value any) (object, error)
+	// appendElement appends a new element, and reports whether that
+	// changed the object.
+	appendElement(o object) (bool, error)
+	// setElement writes v as element j, or appends it when j is -1.
+	setElement(j int, v any) (effect, error)
+	// appendValues appends values; retain keeps only the elements for
+	// which keep is true.
+	appendValues(vs []any) (effect, error)
+	retain(keep []bool) effect
+}
+
+// effect is what a write did. wrote is whether the walker wrote anything:
+// new parents and list elements are kept exactly then, as Gatekeeper keeps
+// them. changed is whether the object's JSON form is now different, which
+// is less for a typed object when the write is dropped or reads as before
+// (an empty string in an omitempty field, say).
+type effect struct {
+	wrote, changed bool
+}
+
+func (e effect) or(o effect) effect { return effect{e.wrote || o.wrote, e.changed || o.changed} }
+
+// wrote is the effect of a write that changed the object.
+var wrote = effect{wrote: true, changed: true}
+
+// run applies m once below root.
+func (m *Mutator) run(root object, md Metadata) (bool, error) {
 	if len(m.nodes) == 0 {
 		return false, nil
 	}
-	if obj == nil {
-		return false, fmt.Errorf("%s: the object is null, there is nothing to mutate", m.id)
-	}
-	_, changed, err := m.walk(obj, 0, md)
-	return changed, err
+	e, err := m.walkObject(root, 0, md)
+	return e.changed, err
 }
 
 // allowed applies the pathTest at depth i to whether a value exists there.
@@ -57,237 +124,141 @@ func (m *Mutator) allowed(i int, exists bool) bool {
 	return true
 }
 
-// emptyFor is the container node i needs when its parent is missing.
-func emptyFor(n path.Node) any {
-	if _, ok := n.(path.List); ok {
-		return []any(nil)
-	}
-	return map[string]any{}
+func (m *Mutator) mismatch(i int, want, got string) error {
+	return fmt.Errorf("%s %q: %s expects %s, the object has %s", m.id, m.location.String(), prefixString(m.location, i-1), want, got)
 }
 
-func (m *Mutator) mismatch(i int, want string, got any) error {
-	return fmt.Errorf("%s %q: %s expects %s, the object has %s", m.id, m.location.String(), prefixString(m.location, i-1), want, jsonTypeName(got))
+// fail names the mutator and its location in an error of its kind's write.
+func (m *Mutator) fail(err error) error {
+	return fmt.Errorf("%s %q: %w", m.id, m.location.String(), err)
 }
 
-func jsonTypeName(v any) string {
-	switch v.(type) {
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "a list"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case nil:
-		return "null"
+// walkObject applies nodes[i:] to o, node i being one of its members.
+func (m *Mutator) walkObject(o object, i int, md Metadata) (effect, error) {
+	n := m.nodes[i].(path.Object) // a list node only ever follows an object node
+	s := o.field(n.Reference)
+	exists := s.exists()
+	if !m.allowed(i, exists) {
+		return effect{}, nil
 	}
-	if _, _, _, ok := numberOf(v); ok {
-		return "a number"
+	if i == len(m.nodes)-1 {
+		return m.op.write(m, s, exists, md)
 	}
-	return fmt.Sprintf("a %T", v)
-}
-
-// walk applies nodes[i:] below cur, the value nodes[:i] lead to. It returns
-// the (possibly new) value for the parent to store when changed is true.
-func (m *Mutator) walk(cur any, i int, md Metadata) (_ any, changed bool, _ error) {
-	last := i == len(m.nodes)-1
-	switch n := m.nodes[i].(type) {
-	case path.Object:
-		obj, ok := cur.(map[string]any)
-		if !ok {
-			if i == 0 {
-				return cur, false, fmt.Errorf("%s: the object is %s, not an object", m.id, jsonTypeName(cur))
-			}
-			return cur, false, m.mismatch(i, "an object", cur)
-		}
-		child, present := obj[n.Reference]
-		exists := present && !isNull(child) // explicit null counts as missing (#3463)
-		if !m.allowed(i, exists) {
-			return cur, false, nil
-		}
-		if last {
-			v, changed, err := m.set(child, exists, i, md)
-			if changed {
-				obj[n.Reference] = v
-			}
-			return obj, changed, err
-		}
-		if !exists {
-			child = emptyFor(m.nodes[i+1])
-		}
-		v, changed, err := m.walk(child, i+1, md)
-		if changed {
-			obj[n.Reference] = v
-		}
-		return obj, changed, err
-
+	switch next := m.nodes[i+1].(type) {
 	case path.List:
-		list, ok := cur.([]any)
-		if !ok && cur != nil {
-			return cur, false, m.mismatch(i, "a list", cur)
+		l, ok := s.list()
+		if !ok {
+			return effect{}, m.mismatch(i+1, "a list", s.typeName())
 		}
-		return m.walkList(list, n, i, last, md)
+		return m.walkList(l, next, i+1, md)
+	default:
+		child, ok := s.object()
+		if !ok {
+			return effect{}, m.mismatch(i+1, "an object", s.typeName())
+		}
+		e, err := m.walkObject(child, i+1, md)
+		if exists || !e.wrote || err != nil {
+			return e, err
+		}
+		attached, err := s.attach(child)
+		if err != nil {
+			return effect{}, m.fail(fmt.Errorf("%s: %w", prefixString(m.location, i), err))
+		}
+		e.changed = e.changed || attached
+		return e, nil
 	}
-	return cur, false, nil
 }
 
-func (m *Mutator) walkList(list []any, n path.List, i int, last bool, md Metadata) (any, bool, error) {
+// walkList applies nodes[i:] to l, node i selecting its elements.
+func (m *Mutator) walkList(l list, n path.List, i int, md Metadata) (effect, error) {
+	last := i == len(m.nodes)-1
 	if n.Glob {
-		return m.walkGlob(list, i, last, md)
+		// Every element exists, so MustNotExist never holds; and a glob
+		// never creates elements.
+		if !m.allowed(i, true) || last {
+			return effect{}, nil
+		}
+		return m.walkElements(l, 0, nil, i, md)
 	}
-	first, err := m.firstMatch(list, n, i, last)
+	first, err := m.firstKeyed(l, n, i, last)
 	if err != nil {
-		return list, false, err
+		return effect{}, err
 	}
 	if !m.allowed(i, first >= 0) {
-		return list, false, nil
+		return effect{}, nil
 	}
 	switch {
 	case last:
-		return m.setElement(list, first)
-	case first < 0:
-		return m.appendElement(list, n, i, md)
-	}
-	changed := false
-	for _, e := range list[first:] {
-		em, ok := keyedElement(e, n)
+		w, ok := m.op.(elementWriter)
 		if !ok {
+			return effect{}, nil // validation refuses such a location
+		}
+		return w.writeElement(m, l, first)
+	case first < 0:
+		return m.appendElement(l, n, i, md)
+	}
+	return m.walkElements(l, first, &n, i, md)
+}
+
+// walkElements walks below the elements from first on: every one, or
+// those with the key of sel.
+func (m *Mutator) walkElements(l list, first int, sel *path.List, i int, md Metadata) (effect, error) {
+	var e effect
+	for j := first; j < l.len(); j++ {
+		o, ok := l.elem(j)
+		switch {
+		case !ok && sel == nil:
+			return e, m.mismatch(i+1, "list elements that are objects", l.elemTypeName(j))
+		case !ok || (sel != nil && !keyed(o, *sel)):
 			continue
 		}
-		_, c, err := m.walk(em, i+1, md)
-		changed = changed || c
+		c, err := m.walkObject(o, i+1, md)
+		e = e.or(c)
 		if err != nil {
-			return list, changed, err
+			return e, err
 		}
 	}
-	return list, changed, nil
+	return e, nil
 }
 
-// walkGlob visits every element. Every element exists, so MustNotExist can
-// never hold; and a glob never creates elements.
-func (m *Mutator) walkGlob(list []any, i int, last bool, md Metadata) (any, bool, error) {
-	if !m.allowed(i, true) || last {
-		return list, false, nil
-	}
-	changed := false
-	for _, e := range list {
-		em, ok := e.(map[string]any)
+// keyed reports whether an element's key field holds the selector's value.
+func keyed(o object, n path.List) bool { return o.field(n.KeyField).holds(n.KeyValue) }
+
+// firstKeyed returns the index of the first element n selects, or -1.
+// Gatekeeper passes over elements that are not objects when it looks for a
+// key, so this does too, unless the element itself is to be replaced
+// (last): replacing one object among other values would not be a keyed
+// list at all.
+func (m *Mutator) firstKeyed(l list, n path.List, i int, last bool) (int, error) {
+	for j := 0; j < l.len(); j++ {
+		o, ok := l.elem(j)
 		if !ok {
-			return list, changed, m.mismatch(i+1, "list elements that are objects", e)
+			if last {
+				return -1, m.mismatch(i+1, "list elements that are objects", l.elemTypeName(j))
+			}
+			continue
 		}
-		_, c, err := m.walk(em, i+1, md)
-		changed = changed || c
-		if err != nil {
-			return list, changed, err
-		}
-	}
-	return list, changed, nil
-}
-
-// keyedElement returns e as an object if its key field holds the
-// selector's value. Gatekeeper passes over elements that are not objects
-// when it looks for a key, so this does too.
-func keyedElement(e any, n path.List) (map[string]any, bool) {
-	em, ok := e.(map[string]any)
-	if !ok {
-		return nil, false
-	}
-	k, ok := em[n.KeyField]
-	return em, ok && jsonEqual(k, n.KeyValue)
-}
-
-// firstMatch returns the index of the first element n selects, or -1. When
-// the element itself is to be replaced (last), the list must hold only
-// objects up to the match: replacing one object among other values would
-// not be a keyed list at all.
-func (m *Mutator) firstMatch(list []any, n path.List, i int, last bool) (int, error) {
-	for j, e := range list {
-		if _, ok := e.(map[string]any); !ok && last {
-			return -1, m.mismatch(i+1, "list elements that are objects", e)
-		}
-		if _, ok := keyedElement(e, n); ok {
+		if keyed(o, n) {
 			return j, nil
 		}
 	}
 	return -1, nil
 }
 
-// setElement replaces the element at first with the assigned object, or
-// appends it when first is -1. Only Assign with a literal object value
-// gets here (validated).
-func (m *Mutator) setElement(list []any, first int) (any, bool, error) {
-	if first < 0 {
-		return append(list, deepCopyJSON(m.value)), true, nil
-	}
-	if jsonEqual(list[first], m.value) {
-		return list, false, nil
-	}
-	list[first] = deepCopyJSON(m.value)
-	return list, true, nil
-}
-
 // appendElement creates the element the selector names, `{key: value}`,
 // and keeps it only if the rest of the path wrote something into it.
-func (m *Mutator) appendElement(list []any, n path.List, i int, md Metadata) (any, bool, error) {
-	elem := map[string]any{n.KeyField: n.KeyValue}
-	if _, changed, err := m.walk(elem, i+1, md); !changed || err != nil {
-		return list, false, err
+func (m *Mutator) appendElement(l list, n path.List, i int, md Metadata) (effect, error) {
+	o, err := l.newElement(n.KeyField, n.KeyValue)
+	if err != nil {
+		return effect{}, m.fail(fmt.Errorf("%s cannot be created: %w", prefixString(m.location, i), err))
 	}
-	return append(list, elem), true, nil
-}
-
-// set computes the value for the last node.
-func (m *Mutator) set(cur any, exists bool, i int, md Metadata) (any, bool, error) {
-	switch m.id.Kind {
-	case mutationsv1.KindAssign, mutationsv1.KindAssignMetadata:
-		if m.fromMetadata != "" {
-			v := m.metadataValue(md)
-			if s, ok := cur.(string); exists && ok && s == v {
-				return cur, false, nil
-			}
-			return v, true, nil
-		}
-		if (exists && jsonEqual(cur, m.value)) || (!exists && m.value == nil) {
-			return cur, false, nil
-		}
-		return deepCopyJSON(m.value), true, nil
-
-	case mutationsv1.KindModifySet:
-		if !exists {
-			if m.prune || len(m.values) == 0 {
-				return cur, false, nil
-			}
-			out, _ := m.valueIndex.mergeInto(make([]any, 0, len(m.values)))
-			return out, true, nil
-		}
-		list, ok := cur.([]any)
-		if !ok {
-			return cur, false, fmt.Errorf("%s %q: %s is %s, not a list of values, so it cannot be treated as a set", m.id, m.location.String(), m.location.String(), jsonTypeName(cur))
-		}
-		if m.prune {
-			out, changed := m.valueIndex.prune(list)
-			if !changed {
-				return cur, false, nil
-			}
-			return out, true, nil
-		}
-		merged, changed := m.valueIndex.mergeInto(list)
-		return merged, changed, nil
-
-	case mutationsv1.KindAssignImage:
-		s := ""
-		if exists {
-			var ok bool
-			if s, ok = cur.(string); !ok {
-				return cur, false, fmt.Errorf("%s %q: the image at %s is %s, not a string", m.id, m.location.String(), m.location.String(), jsonTypeName(cur))
-			}
-		}
-		img := assignImage(s, m.domain, m.imgPath, m.tag)
-		if exists && img == s {
-			return cur, false, nil
-		}
-		return img, true, nil
+	e, err := m.walkObject(o, i+1, md)
+	if !e.wrote || err != nil {
+		return effect{}, err
 	}
-	return cur, false, nil
+	appended, err := l.appendElement(o)
+	if err != nil {
+		return effect{}, m.fail(fmt.Errorf("%s: %w", prefixString(m.location, i-1), err))
+	}
+	return effect{wrote: true, changed: appended}, nil
 }

@@ -1,0 +1,81 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+	http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+package mutation
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
+	mutationsv1alpha1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1alpha1"
+)
+
+// assignImageOp is an AssignImage's operation: it replaces the parts of an
+// image reference it names (image.go) and keeps the others.
+type assignImageOp struct {
+	parts imageRef // "" for a part left as it is
+}
+
+// endType: a string, and nothing may be written below it.
+func (assignImageOp) endType() impliedType { return impliedType{kind: "string"} }
+
+// image is current with the assigned parts.
+func (a assignImageOp) image(current string) string {
+	img := splitImage(current)
+	if a.parts.domain != "" {
+		img.domain = a.parts.domain
+	}
+	if a.parts.path != "" {
+		img.path = a.parts.path
+	}
+	if a.parts.tag != "" {
+		img.tag = a.parts.tag
+	}
+	return img.String()
+}
+
+func (a assignImageOp) write(m *Mutator, s slot, exists bool, _ Metadata) (effect, error) {
+	cur := ""
+	if exists {
+		var ok bool
+		if cur, ok = s.str(); !ok {
+			return effect{}, m.fail(fmt.Errorf("the image at %s is %s, not a string", m.location.String(), s.typeName()))
+		}
+	}
+	// Never empty: validation requires one of the parts.
+	img := a.image(cur)
+	if exists && img == cur {
+		return effect{}, nil
+	}
+	e, err := s.set(img)
+	if err != nil {
+		return e, m.fail(err)
+	}
+	return e, nil
+}
+
+// NewAssignImage validates an AssignImage and returns its mutator.
+func NewAssignImage(a *mutationsv1alpha1.AssignImage) (*Mutator, field.ErrorList) {
+	m, errs := newMutator(mutationsv1.KindAssignImage, a.Name, a.Spec.Location, endRule{listEnd: "must end in the field holding the image, not in a list selector", keepKey: true})
+	m.generation = a.Generation
+	pp := a.Spec.Parameters
+	if msg := validateImageParts(pp.AssignDomain, pp.AssignPath, pp.AssignTag); msg != "" {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "parameters"), fmt.Sprintf("assignDomain=%q assignPath=%q assignTag=%q", pp.AssignDomain, pp.AssignPath, pp.AssignTag), msg))
+	}
+	m.op = assignImageOp{imageRef{domain: pp.AssignDomain, path: pp.AssignPath, tag: pp.AssignTag}}
+	return m.finish(a.Spec.ApplyTo, pp.PathTests, a.Spec.Match, errs)
+}

@@ -1,0 +1,189 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package mutation
+
+import (
+	"fmt"
+)
+
+// Metadata is what fromMetadata can read.
+type Metadata struct {
+	Namespace string
+	Name      string
+}
+
+// Mutate applies m once to obj, an object in its unstructured form
+// (map[string]any, as custom resources arrive), in place, and reports
+// whether any value really changed.
+func (m *Mutator) Mutate(obj map[string]any, md Metadata) (bool, error) {
+	if obj == nil {
+		return false, fmt.Errorf("%s: the object is null, there is nothing to mutate", m.id)
+	}
+	return m.run(jsonObject(obj), md)
+}
+
+// jsonObject is an object in unstructured form.
+type jsonObject map[string]any
+
+func (o jsonObject) field(name string) slot { return jsonSlot{o, name} }
+
+// jsonSlot is a member of an unstructured object. Writes store new values
+// there directly.
+type jsonSlot struct {
+	parent jsonObject
+	key    string
+}
+
+func (s jsonSlot) get() (any, bool) {
+	v, ok := s.parent[s.key]
+	return v, ok
+}
+
+// exists treats an explicit null as missing, as Gatekeeper does since
+// open-policy-agent/gatekeeper#3463.
+func (s jsonSlot) exists() bool {
+	v, ok := s.get()
+	return ok && !isNull(v)
+}
+
+func (s jsonSlot) typeName() string {
+	v, _ := s.get()
+	return jsonTypeName(v)
+}
+
+func (s jsonSlot) object() (object, bool) {
+	v, _ := s.get()
+	if isNull(v) {
+		return jsonObject{}, true
+	}
+	o, ok := v.(map[string]any)
+	return jsonObject(o), ok
+}
+
+func (s jsonSlot) attach(o object) (bool, error) {
+	s.parent[s.key] = map[string]any(o.(jsonObject))
+	return true, nil
+}
+
+func (s jsonSlot) list() (list, bool) {
+	v, _ := s.get()
+	if isNull(v) {
+		return &jsonList{at: s}, true
+	}
+	l, ok := v.([]any)
+	return &jsonList{at: s, items: l}, ok
+}
+
+func (s jsonSlot) holds(v any) bool {
+	cur, ok := s.get()
+	return ok && jsonEqual(cur, v)
+}
+
+func (s jsonSlot) str() (string, bool) {
+	v, _ := s.get()
+	str, ok := v.(string)
+	return str, ok
+}
+
+func (s jsonSlot) set(v any) (effect, error) {
+	s.parent[s.key] = deepCopyJSON(v)
+	return wrote, nil
+}
+
+// jsonList is an unstructured list, stored back in its slot when it grows
+// or shrinks.
+type jsonList struct {
+	at    jsonSlot
+	items []any
+}
+
+func (l *jsonList) len() int { return len(l.items) }
+
+func (l *jsonList) elem(j int) (object, bool) {
+	o, ok := l.items[j].(map[string]any)
+	return jsonObject(o), ok
+}
+
+func (l *jsonList) elemTypeName(j int) string { return jsonTypeName(l.items[j]) }
+
+func (l *jsonList) elemValue(j int) any { return l.items[j] }
+
+func (l *jsonList) newElement(key string, value any) (object, error) {
+	return jsonObject{key: value}, nil
+}
+
+func (l *jsonList) store(items []any) {
+	l.items = items
+	l.at.parent[l.at.key] = items
+}
+
+func (l *jsonList) appendElement(o object) (bool, error) {
+	l.store(append(l.items, map[string]any(o.(jsonObject))))
+	return true, nil
+}
+
+func (l *jsonList) setElement(j int, v any) (effect, error) {
+	if j < 0 {
+		l.store(append(l.items, deepCopyJSON(v)))
+	} else {
+		l.items[j] = deepCopyJSON(v)
+	}
+	return wrote, nil
+}
+
+func (l *jsonList) appendValues(vs []any) (effect, error) {
+	items := l.items
+	if items == nil {
+		items = make([]any, 0, len(vs))
+	}
+	for _, v := range vs {
+		items = append(items, deepCopyJSON(v))
+	}
+	l.store(items)
+	return wrote, nil
+}
+
+// retain stores a new list: the old one may be shared with the caller.
+func (l *jsonList) retain(keep []bool) effect {
+	out := make([]any, 0, len(l.items))
+	for j, e := range l.items {
+		if keep[j] {
+			out = append(out, e)
+		}
+	}
+	l.store(out)
+	return wrote
+}
+
+func jsonTypeName(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	if _, _, _, ok := numberOf(v); ok {
+		return "a number"
+	}
+	return fmt.Sprintf("a %T", v)
+}
