@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -53,7 +54,9 @@ func MutateTyped(candidates []*Mutator, obj runtime.Object, t *match.Target) (Re
 	if !ok {
 		return Result{}, fmt.Errorf("%s: a %T has no metadata", describe(t), obj)
 	}
-	root := structObject{v: ptr.Elem(), info: typeInfoOf(ptr.Type().Elem())}
+	sc := typedScratches.Get().(*typedScratch)
+	defer sc.release()
+	root := structObject{v: ptr.Elem(), info: typeInfoOf(ptr.Type().Elem()), sc: sc}
 	return run(candidates, &typedRoot{root: root, obj: obj, accessor: accessor}, t)
 }
 
@@ -64,7 +67,42 @@ type typedRoot struct {
 	accessor metav1.Object
 }
 
-func (o *typedRoot) apply(m *Mutator, md Metadata) (bool, error) { return m.run(o.root, md) }
+func (o *typedRoot) apply(m *Mutator, md Metadata) (bool, error) {
+	o.root.sc.reset()
+	return m.run(o.root.sc.structs.put(o.root), md)
+}
+
+// typedScratch holds the objects, slots and lists of walks on a typed
+// object.
+type typedScratch struct {
+	structs slab[structObject]
+	fields  slab[typedField]
+	maps    slab[typedMap]
+	entries slab[typedMapEntry]
+	lists   slab[typedList]
+}
+
+// typedScratches keep the chunks of finished requests for the next ones.
+var typedScratches = sync.Pool{New: func() any { return new(typedScratch) }}
+
+// release empties sc, so that it holds on to no object, and returns it to
+// the pool.
+func (sc *typedScratch) release() {
+	sc.structs.clear()
+	sc.fields.clear()
+	sc.maps.clear()
+	sc.entries.clear()
+	sc.lists.clear()
+	typedScratches.Put(sc)
+}
+
+func (sc *typedScratch) reset() {
+	sc.structs.reset()
+	sc.fields.reset()
+	sc.maps.reset()
+	sc.entries.reset()
+	sc.lists.reset()
+}
 
 func (o *typedRoot) labels() labels.Labels { return labels.Set(o.accessor.GetLabels()) }
 
@@ -84,6 +122,7 @@ func (o *typedRoot) same(snapshot any) (bool, error) {
 type structObject struct {
 	v    reflect.Value // the struct, addressable
 	info *typeInfo
+	sc   *typedScratch
 	// ptr is the pointer to attach, for a new struct behind a pointer.
 	ptr reflect.Value
 	// fresh marks a struct the walker made, not part of the object yet.
@@ -96,16 +135,16 @@ type structObject struct {
 
 // newStruct is a fresh zero struct of the type info describes, behind a
 // new pointer when pointer is true.
-func newStruct(info *typeInfo, pointer bool) structObject {
+func (sc *typedScratch) newStruct(info *typeInfo, pointer bool) *structObject {
 	p := reflect.New(info.t)
-	o := structObject{v: p.Elem(), info: info, fresh: true}
+	o := structObject{v: p.Elem(), info: info, sc: sc, fresh: true}
 	if pointer {
 		o.ptr = p
 	}
-	return o
+	return sc.structs.put(o)
 }
 
-func (o structObject) field(name string) slot {
+func (o *structObject) field(name string) slot {
 	f, err := o.info.fieldOf(name)
 	switch {
 	case err == errNoField:
@@ -113,40 +152,41 @@ func (o structObject) field(name string) slot {
 	case err != nil:
 		return unusableField{err}
 	}
-	return typedField{v: o.v.FieldByIndex(f.index), f: f, fresh: o.fresh && !slices.Equal(f.index, o.key)}
+	return o.sc.fields.put(typedField{v: o.v.FieldByIndex(f.index), f: f, sc: o.sc, fresh: o.fresh && !slices.Equal(f.index, o.key)})
 }
 
 // typedField is a field of a typed struct.
 type typedField struct {
 	v     reflect.Value // addressable
 	f     *jsonField
+	sc    *typedScratch
 	fresh bool
 }
 
-func (s typedField) exists() bool { return !s.fresh && present(s.v, s.f) }
+func (s *typedField) exists() bool { return !s.fresh && present(s.v, s.f) }
 
-func (s typedField) typeName() string {
+func (s *typedField) typeName() string {
 	if s.exists() {
 		return typedValueName(s.v, s.f.info)
 	}
 	return fmt.Sprintf("a %v field", s.v.Type())
 }
 
-func (s typedField) object() (object, bool) {
+func (s *typedField) object() (object, bool) {
 	info := s.f.info
 	exists := s.exists()
 	switch {
 	case info.plainStruct:
 		// A struct always reads as present, unless omitzero leaves it
 		// out: then it is as new.
-		return structObject{v: s.v, info: info, fresh: s.fresh || !exists}, true
+		return s.sc.structs.put(structObject{v: s.v, info: info, sc: s.sc, fresh: s.fresh || !exists}), true
 	case info.pointerToStruct:
 		if exists {
-			return structObject{v: s.v.Elem(), info: info.elemInfo()}, true
+			return s.sc.structs.put(structObject{v: s.v.Elem(), info: info.elemInfo(), sc: s.sc}), true
 		}
-		return newStruct(info.elemInfo(), true), true
+		return s.sc.newStruct(info.elemInfo(), true), true
 	case info.stringMap:
-		return typedMap{v: s.v, info: info}, true
+		return s.sc.maps.put(typedMap{v: s.v, info: info, sc: s.sc}), true
 	case !exists:
 		return misfitObject{}, true
 	}
@@ -155,11 +195,11 @@ func (s typedField) object() (object, bool) {
 
 // attach sets the pointer to a new struct; a struct or map held in the
 // field itself was written in place.
-func (s typedField) attach(o object) (bool, error) {
+func (s *typedField) attach(o object) (bool, error) {
 	switch o := o.(type) {
 	case misfitObject:
 		return false, &misfitError{value: map[string]any{}, t: s.v.Type()}
-	case structObject:
+	case *structObject:
 		if o.ptr.IsValid() {
 			s.v.Set(o.ptr)
 		}
@@ -167,21 +207,21 @@ func (s typedField) attach(o object) (bool, error) {
 	return true, nil
 }
 
-func (s typedField) list() (list, bool) {
+func (s *typedField) list() (list, bool) {
 	switch {
 	case s.f.info.list:
-		return typedList{v: s.v, info: s.f.info}, true
+		return s.sc.lists.put(typedList{v: s.v, info: s.f.info, sc: s.sc}), true
 	case !s.exists():
 		return misfitList{s.v.Type()}, true
 	}
 	return nil, false
 }
 
-func (s typedField) holds(v any) bool { return s.exists() && typedEqual(s.v, s.f.info, v) }
+func (s *typedField) holds(v any) bool { return s.exists() && typedEqual(s.v, s.f.info, v) }
 
-func (s typedField) str() (string, bool) { return typedString(s.v, s.f.info) }
+func (s *typedField) str() (string, bool) { return typedString(s.v, s.f.info) }
 
-func (s typedField) set(v any) (effect, error) {
+func (s *typedField) set(v any) (effect, error) {
 	nv, err := decodeValue(v, s.f.info)
 	if err != nil {
 		return effect{}, err
@@ -197,14 +237,15 @@ func (s typedField) set(v any) (effect, error) {
 type typedMap struct {
 	v    reflect.Value // the map field, addressable
 	info *typeInfo
+	sc   *typedScratch
 }
 
-func (o typedMap) field(name string) slot {
+func (o *typedMap) field(name string) slot {
 	key := reflect.ValueOf(name)
 	if kt := o.v.Type().Key(); kt != key.Type() {
 		key = key.Convert(kt)
 	}
-	return typedMapEntry{m: o.v, key: key, info: o.info.elemInfo()}
+	return o.sc.entries.put(typedMapEntry{m: o.v, key: key, info: o.info.elemInfo()})
 }
 
 // typedMapEntry is an entry of a typed map. Its values are written whole:
@@ -214,9 +255,9 @@ type typedMapEntry struct {
 	info   *typeInfo // of the values
 }
 
-func (s typedMapEntry) get() reflect.Value { return s.m.MapIndex(s.key) }
+func (s *typedMapEntry) get() reflect.Value { return s.m.MapIndex(s.key) }
 
-func (s typedMapEntry) exists() bool {
+func (s *typedMapEntry) exists() bool {
 	e := s.get()
 	if !e.IsValid() {
 		return false
@@ -225,37 +266,37 @@ func (s typedMapEntry) exists() bool {
 	return ok && !isNull(u)
 }
 
-func (s typedMapEntry) typeName() string {
+func (s *typedMapEntry) typeName() string {
 	if e := s.get(); e.IsValid() {
 		return typedValueName(e, s.info)
 	}
 	return fmt.Sprintf("a %v entry", s.info.t)
 }
 
-func (s typedMapEntry) object() (object, bool) {
+func (s *typedMapEntry) object() (object, bool) {
 	if s.exists() {
 		return nil, false
 	}
 	return misfitObject{}, true
 }
 
-func (s typedMapEntry) attach(object) (bool, error) {
+func (s *typedMapEntry) attach(object) (bool, error) {
 	return false, &misfitError{value: map[string]any{}, t: s.info.t}
 }
 
-func (s typedMapEntry) list() (list, bool) {
+func (s *typedMapEntry) list() (list, bool) {
 	if s.exists() {
 		return nil, false
 	}
 	return misfitList{s.info.t}, true
 }
 
-func (s typedMapEntry) holds(v any) bool {
+func (s *typedMapEntry) holds(v any) bool {
 	e := s.get()
 	return e.IsValid() && typedEqual(e, s.info, v)
 }
 
-func (s typedMapEntry) str() (string, bool) {
+func (s *typedMapEntry) str() (string, bool) {
 	e := s.get()
 	if !e.IsValid() {
 		return "", false
@@ -263,7 +304,7 @@ func (s typedMapEntry) str() (string, bool) {
 	return typedString(e, s.info)
 }
 
-func (s typedMapEntry) set(v any) (effect, error) {
+func (s *typedMapEntry) set(v any) (effect, error) {
 	nv, err := decodeValue(v, s.info)
 	if err != nil {
 		return effect{}, err
@@ -281,35 +322,38 @@ func (s typedMapEntry) set(v any) (effect, error) {
 type typedList struct {
 	v    reflect.Value // the slice field, addressable
 	info *typeInfo
+	sc   *typedScratch
 }
 
-func (l typedList) len() int { return l.v.Len() }
+func (l *typedList) len() int { return l.v.Len() }
 
-func (l typedList) elem(j int) (object, bool) {
+func (l *typedList) elem(j int) (object, bool) {
 	e, ei := l.v.Index(j), l.info.elemInfo()
 	switch {
 	case ei.plainStruct:
-		return structObject{v: e, info: ei}, true
+		return l.sc.structs.put(structObject{v: e, info: ei, sc: l.sc}), true
 	case ei.pointerToStruct && !e.IsNil():
-		return structObject{v: e.Elem(), info: ei.elemInfo()}, true
+		return l.sc.structs.put(structObject{v: e.Elem(), info: ei.elemInfo(), sc: l.sc}), true
 	}
 	return nil, false
 }
 
-func (l typedList) elemTypeName(j int) string { return typedValueName(l.v.Index(j), l.info.elemInfo()) }
+func (l *typedList) elemTypeName(j int) string {
+	return typedValueName(l.v.Index(j), l.info.elemInfo())
+}
 
-func (l typedList) elemValue(j int) any {
+func (l *typedList) elemValue(j int) any {
 	u, _ := typedJSON(l.v.Index(j), l.info.elemInfo())
 	return u
 }
 
-func (l typedList) newElement(key string, value any) (object, error) {
-	var o structObject
+func (l *typedList) newElement(key string, value any) (object, error) {
+	var o *structObject
 	switch ei := l.info.elemInfo(); {
 	case ei.plainStruct:
-		o = newStruct(ei, false)
+		o = l.sc.newStruct(ei, false)
 	case ei.pointerToStruct:
-		o = newStruct(ei.elemInfo(), true)
+		o = l.sc.newStruct(ei.elemInfo(), true)
 	default:
 		return nil, fmt.Errorf("the list holds %v values, not objects", ei.t)
 	}
@@ -322,15 +366,15 @@ func (l typedList) newElement(key string, value any) (object, error) {
 	case err != nil:
 		return nil, fmt.Errorf("its elements cannot be selected by %q: %w", key, err)
 	}
-	if _, err := (typedField{v: o.v.FieldByIndex(f.index), f: f}).set(value); err != nil {
+	if _, err := (&typedField{v: o.v.FieldByIndex(f.index), f: f}).set(value); err != nil {
 		return nil, fmt.Errorf("key %s: %w", key, err)
 	}
 	o.key = f.index
 	return o, nil
 }
 
-func (l typedList) appendElement(o object) (bool, error) {
-	so := o.(structObject)
+func (l *typedList) appendElement(o object) (bool, error) {
+	so := o.(*structObject)
 	e := so.v
 	if so.ptr.IsValid() {
 		e = so.ptr
@@ -339,7 +383,7 @@ func (l typedList) appendElement(o object) (bool, error) {
 	return true, nil
 }
 
-func (l typedList) setElement(j int, v any) (effect, error) {
+func (l *typedList) setElement(j int, v any) (effect, error) {
 	ei := l.info.elemInfo()
 	nv, err := decodeValue(v, ei)
 	if err != nil {
@@ -354,7 +398,7 @@ func (l typedList) setElement(j int, v any) (effect, error) {
 	return effect{wrote: true, changed: !same}, nil
 }
 
-func (l typedList) appendValues(vs []any) (effect, error) {
+func (l *typedList) appendValues(vs []any) (effect, error) {
 	out := reflect.MakeSlice(l.v.Type(), l.v.Len(), l.v.Len()+len(vs))
 	reflect.Copy(out, l.v)
 	for _, v := range vs {
@@ -370,7 +414,7 @@ func (l typedList) appendValues(vs []any) (effect, error) {
 
 // retain makes a new slice: the old one's array may be shared with other
 // objects.
-func (l typedList) retain(keep []bool) effect {
+func (l *typedList) retain(keep []bool) effect {
 	out := reflect.MakeSlice(l.v.Type(), 0, l.v.Len())
 	for j := range keep {
 		if keep[j] {

@@ -195,21 +195,18 @@ func decodeValue(x any, info *typeInfo) (reflect.Value, error) {
 }
 
 func decodeScalar(x any, t reflect.Type) (reflect.Value, error) {
-	v := reflect.New(t).Elem()
 	misfit := &misfitError{value: x, t: t}
 	switch t.Kind() {
-	case reflect.String:
-		s, ok := x.(string)
-		if !ok {
-			return v, misfit
+	case reflect.String, reflect.Bool:
+		// x itself, as the field's type: no copy is made.
+		xv := reflect.ValueOf(x)
+		if xv.Kind() != t.Kind() {
+			return reflect.Value{}, misfit
 		}
-		v.SetString(s)
-	case reflect.Bool:
-		b, ok := x.(bool)
-		if !ok {
-			return v, misfit
-		}
-		v.SetBool(b)
+		return xv.Convert(t), nil
+	}
+	v := reflect.New(t).Elem()
+	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		i, ok := integerOf(x)
 		if !ok || v.OverflowInt(i) {

@@ -18,6 +18,7 @@ package mutation
 
 import (
 	"fmt"
+	"sync"
 )
 
 // Metadata is what fromMetadata can read.
@@ -33,73 +34,105 @@ func (m *Mutator) Mutate(obj map[string]any, md Metadata) (bool, error) {
 	if obj == nil {
 		return false, fmt.Errorf("%s: the object is null, there is nothing to mutate", m.id)
 	}
-	return m.run(jsonObject(obj), md)
+	sc := jsonScratches.Get().(*jsonScratch)
+	defer sc.release()
+	return m.run(sc.object(obj), md)
+}
+
+// jsonScratch holds the objects, slots and lists of walks on unstructured
+// objects.
+type jsonScratch struct {
+	objects slab[jsonObject]
+	slots   slab[jsonSlot]
+	lists   slab[jsonList]
+}
+
+// jsonScratches keep the chunks of finished walks for the next ones.
+var jsonScratches = sync.Pool{New: func() any { return new(jsonScratch) }}
+
+// release empties sc, so that it holds on to no object, and returns it to
+// the pool.
+func (sc *jsonScratch) release() {
+	sc.objects.clear()
+	sc.slots.clear()
+	sc.lists.clear()
+	jsonScratches.Put(sc)
+}
+
+func (sc *jsonScratch) object(m map[string]any) *jsonObject {
+	return sc.objects.put(jsonObject{m: m, sc: sc})
 }
 
 // jsonObject is an object in unstructured form.
-type jsonObject map[string]any
+type jsonObject struct {
+	m  map[string]any
+	sc *jsonScratch
+}
 
-func (o jsonObject) field(name string) slot { return jsonSlot{o, name} }
+func (o *jsonObject) field(name string) slot {
+	return o.sc.slots.put(jsonSlot{parent: o.m, key: name, sc: o.sc})
+}
 
 // jsonSlot is a member of an unstructured object. Writes store new values
 // there directly.
 type jsonSlot struct {
-	parent jsonObject
+	parent map[string]any
 	key    string
+	sc     *jsonScratch
 }
 
-func (s jsonSlot) get() (any, bool) {
+func (s *jsonSlot) get() (any, bool) {
 	v, ok := s.parent[s.key]
 	return v, ok
 }
 
 // exists treats an explicit null as missing, as Gatekeeper does since
 // open-policy-agent/gatekeeper#3463.
-func (s jsonSlot) exists() bool {
+func (s *jsonSlot) exists() bool {
 	v, ok := s.get()
 	return ok && !isNull(v)
 }
 
-func (s jsonSlot) typeName() string {
+func (s *jsonSlot) typeName() string {
 	v, _ := s.get()
 	return jsonTypeName(v)
 }
 
-func (s jsonSlot) object() (object, bool) {
+func (s *jsonSlot) object() (object, bool) {
 	v, _ := s.get()
 	if isNull(v) {
-		return jsonObject{}, true
+		return s.sc.object(map[string]any{}), true
 	}
 	o, ok := v.(map[string]any)
-	return jsonObject(o), ok
+	return s.sc.object(o), ok
 }
 
-func (s jsonSlot) attach(o object) (bool, error) {
-	s.parent[s.key] = map[string]any(o.(jsonObject))
+func (s *jsonSlot) attach(o object) (bool, error) {
+	s.parent[s.key] = o.(*jsonObject).m
 	return true, nil
 }
 
-func (s jsonSlot) list() (list, bool) {
+func (s *jsonSlot) list() (list, bool) {
 	v, _ := s.get()
 	if isNull(v) {
-		return &jsonList{at: s}, true
+		return s.sc.lists.put(jsonList{at: s}), true
 	}
 	l, ok := v.([]any)
-	return &jsonList{at: s, items: l}, ok
+	return s.sc.lists.put(jsonList{at: s, items: l}), ok
 }
 
-func (s jsonSlot) holds(v any) bool {
+func (s *jsonSlot) holds(v any) bool {
 	cur, ok := s.get()
 	return ok && jsonEqual(cur, v)
 }
 
-func (s jsonSlot) str() (string, bool) {
+func (s *jsonSlot) str() (string, bool) {
 	v, _ := s.get()
 	str, ok := v.(string)
 	return str, ok
 }
 
-func (s jsonSlot) set(v any) (effect, error) {
+func (s *jsonSlot) set(v any) (effect, error) {
 	s.parent[s.key] = deepCopyJSON(v)
 	return wrote, nil
 }
@@ -107,7 +140,7 @@ func (s jsonSlot) set(v any) (effect, error) {
 // jsonList is an unstructured list, stored back in its slot when it grows
 // or shrinks.
 type jsonList struct {
-	at    jsonSlot
+	at    *jsonSlot
 	items []any
 }
 
@@ -115,7 +148,7 @@ func (l *jsonList) len() int { return len(l.items) }
 
 func (l *jsonList) elem(j int) (object, bool) {
 	o, ok := l.items[j].(map[string]any)
-	return jsonObject(o), ok
+	return l.at.sc.object(o), ok
 }
 
 func (l *jsonList) elemTypeName(j int) string { return jsonTypeName(l.items[j]) }
@@ -123,7 +156,7 @@ func (l *jsonList) elemTypeName(j int) string { return jsonTypeName(l.items[j]) 
 func (l *jsonList) elemValue(j int) any { return l.items[j] }
 
 func (l *jsonList) newElement(key string, value any) (object, error) {
-	return jsonObject{key: value}, nil
+	return l.at.sc.object(map[string]any{key: value}), nil
 }
 
 func (l *jsonList) store(items []any) {
@@ -132,7 +165,7 @@ func (l *jsonList) store(items []any) {
 }
 
 func (l *jsonList) appendElement(o object) (bool, error) {
-	l.store(append(l.items, map[string]any(o.(jsonObject))))
+	l.store(append(l.items, o.(*jsonObject).m))
 	return true, nil
 }
 

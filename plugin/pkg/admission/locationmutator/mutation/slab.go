@@ -1,0 +1,55 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+	http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+package mutation
+
+// slabChunk is how many values a slab allocates at once.
+const slabChunk = 16
+
+// slab hands out pointers to values in chunks it keeps. The walker passes
+// objects, slots and lists through interfaces, and each one put there on
+// its own would be an allocation; from a slab, a walk allocates a chunk
+// now and then, and none once the chunks are there. reset frees every
+// value at once: what a walk made is not used after it.
+type slab[T any] struct {
+	chunks []*[slabChunk]T
+	used   int
+	// peak is the most values used since the last clear.
+	peak int
+}
+
+// put stores v and returns where.
+func (s *slab[T]) put(v T) *T {
+	c := s.used / slabChunk
+	if c == len(s.chunks) {
+		s.chunks = append(s.chunks, new([slabChunk]T))
+	}
+	p := &s.chunks[c][s.used%slabChunk]
+	s.used++
+	s.peak = max(s.peak, s.used)
+	*p = v
+	return p
+}
+
+func (s *slab[T]) reset() { s.used = 0 }
+
+// clear zeroes what was used, so that the slab refers to nothing, and
+// resets it.
+func (s *slab[T]) clear() {
+	for i := 0; i < s.peak; i += slabChunk {
+		clear(s.chunks[i/slabChunk][:])
+	}
+	s.used, s.peak = 0, 0
+}
