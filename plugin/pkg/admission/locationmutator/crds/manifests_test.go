@@ -34,20 +34,24 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
 
-// What Gatekeeper serves, and so what a Gatekeeper user's objects need.
+// The CRDs serve what mutation.Kinds declares, the one list of kinds the
+// decoder and the live watch read: a kind, its plural, its versions and,
+// first of them, the one stored. controller-gen makes the CRDs from the
+// types' markers, which cannot read a Go value, so this is where the two
+// are held together.
 func TestManifests(t *testing.T) {
-	want := map[string]struct {
+	type served struct {
 		kind, plural string
 		versions     []string
 		storage      string
-	}{
-		"assign.mutations.gatekeeper.sh":         {"Assign", "assign", []string{"v1", "v1alpha1", "v1beta1"}, "v1"},
-		"assignimage.mutations.gatekeeper.sh":    {"AssignImage", "assignimage", []string{"v1alpha1"}, "v1alpha1"},
-		"assignmetadata.mutations.gatekeeper.sh": {"AssignMetadata", "assignmetadata", []string{"v1", "v1alpha1", "v1beta1"}, "v1"},
-		"modifyset.mutations.gatekeeper.sh":      {"ModifySet", "modifyset", []string{"v1", "v1alpha1", "v1beta1"}, "v1"},
+	}
+	want := map[string]served{}
+	for _, k := range mutation.Kinds {
+		want[k.Resource+"."+mutationsv1.Group] = served{k.Name, k.Resource, slices.Sorted(slices.Values(k.Versions)), k.Versions[0]}
 	}
 	crds, err := Manifests()
 	if err != nil {
