@@ -391,7 +391,7 @@ func (l *typedList) setElement(j int, v any) (effect, error) {
 	}
 	if j < 0 {
 		l.v.Set(reflect.Append(l.v, nv))
-		return wrote, nil
+		return changedByWrite, nil
 	}
 	same := sameValue(l.v.Index(j), nv, ei)
 	l.v.Index(j).Set(nv)
@@ -409,7 +409,7 @@ func (l *typedList) appendValues(vs []any) (effect, error) {
 		out = reflect.Append(out, nv)
 	}
 	l.v.Set(out)
-	return wrote, nil
+	return changedByWrite, nil
 }
 
 // retain makes a new slice: the old one's array may be shared with other
@@ -422,7 +422,7 @@ func (l *typedList) retain(keep []bool) effect {
 		}
 	}
 	l.v.Set(out)
-	return wrote
+	return changedByWrite
 }
 
 // absentField is a field the type does not have. Nothing is there, and

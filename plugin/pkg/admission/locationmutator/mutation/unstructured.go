@@ -134,7 +134,7 @@ func (s *jsonSlot) str() (string, bool) {
 
 func (s *jsonSlot) set(v any) (effect, error) {
 	s.parent[s.key] = deepCopyJSON(v)
-	return wrote, nil
+	return changedByWrite, nil
 }
 
 // jsonList is an unstructured list, stored back in its slot when it grows
@@ -175,7 +175,7 @@ func (l *jsonList) setElement(j int, v any) (effect, error) {
 	} else {
 		l.items[j] = deepCopyJSON(v)
 	}
-	return wrote, nil
+	return changedByWrite, nil
 }
 
 func (l *jsonList) appendValues(vs []any) (effect, error) {
@@ -187,7 +187,7 @@ func (l *jsonList) appendValues(vs []any) (effect, error) {
 		items = append(items, deepCopyJSON(v))
 	}
 	l.store(items)
-	return wrote, nil
+	return changedByWrite, nil
 }
 
 // retain stores a new list: the old one may be shared with the caller.
@@ -199,7 +199,7 @@ func (l *jsonList) retain(keep []bool) effect {
 		}
 	}
 	l.store(out)
-	return wrote
+	return changedByWrite
 }
 
 func jsonTypeName(v any) string {

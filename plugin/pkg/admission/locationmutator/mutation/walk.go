@@ -98,8 +98,8 @@ type effect struct {
 
 func (e effect) or(o effect) effect { return effect{e.wrote || o.wrote, e.changed || o.changed} }
 
-// wrote is the effect of a write that changed the object.
-var wrote = effect{wrote: true, changed: true}
+// changedByWrite is the effect of a write that changed the object.
+var changedByWrite = effect{wrote: true, changed: true}
 
 // run applies m once below root.
 func (m *Mutator) run(root object, md Metadata) (bool, error) {
