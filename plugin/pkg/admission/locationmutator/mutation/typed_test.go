@@ -23,6 +23,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -643,5 +644,44 @@ func TestTypedEdges(t *testing.T) {
 	pod.Name = "web"
 	if _, err := MutateTyped([]*Mutator{m}, pod, typedTarget(pod, podTarget().GVK)); err != nil || pod.Spec.Hostname != "web" {
 		t.Fatalf("error %v, hostname %q", err, pod.Spec.Hostname)
+	}
+}
+
+// Requests run at once, each on its own object: the pooled scratch space
+// of one walk is never another's (the race detector watches), and every
+// object comes out as one run alone makes it.
+func TestMutateTypedConcurrently(t *testing.T) {
+	ms := []*Mutator{
+		mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "spec.containers[name:*].imagePullPolicy", "{assign: {value: Always}}")),
+		mustDecode(t, podMutator(mutationsv1.KindAssign, "b", "spec.containers[name: side].image", "{assign: {value: x}}")),
+		mustDecode(t, podMutator(mutationsv1.KindModifySet, "c", "spec.containers[name:*].args", "{values: {fromList: [-x]}}")),
+	}
+	want := testPod()
+	if _, err := MutateTyped(ms, want, typedTarget(want, podTarget().GVK)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				pod := testPod()
+				if _, err := MutateTyped(ms, pod, typedTarget(pod, podTarget().GVK)); err != nil {
+					errs <- err
+					return
+				}
+				if !reflect.DeepEqual(pod, want) {
+					errs <- fmt.Errorf("got %+v, want %+v", pod.Spec, want.Spec)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
