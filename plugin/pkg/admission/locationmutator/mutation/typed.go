@@ -76,6 +76,7 @@ func (o *typedRoot) apply(m *Mutator, md Metadata) (bool, error) {
 // object.
 type typedScratch struct {
 	structs slab[structObject]
+	made    slab[madeStruct]
 	fields  slab[typedField]
 	maps    slab[typedMap]
 	entries slab[typedMapEntry]
@@ -89,6 +90,7 @@ var typedScratches = sync.Pool{New: func() any { return new(typedScratch) }}
 // the pool.
 func (sc *typedScratch) release() {
 	sc.structs.clear()
+	sc.made.clear()
 	sc.fields.clear()
 	sc.maps.clear()
 	sc.entries.clear()
@@ -98,6 +100,7 @@ func (sc *typedScratch) release() {
 
 func (sc *typedScratch) reset() {
 	sc.structs.reset()
+	sc.made.reset()
 	sc.fields.reset()
 	sc.maps.reset()
 	sc.entries.reset()
@@ -123,25 +126,33 @@ type structObject struct {
 	v    reflect.Value // the struct, addressable
 	info *typeInfo
 	sc   *typedScratch
+	// made is set on a struct the walker made, or one inside it, not part
+	// of the object yet. Gatekeeper makes an empty object there, so every
+	// field reads as missing until written.
+	made *madeStruct
+}
+
+// madeStruct is what the walker knows of a struct it made.
+type madeStruct struct {
 	// ptr is the pointer to attach, for a new struct behind a pointer.
 	ptr reflect.Value
-	// fresh marks a struct the walker made, not part of the object yet.
-	// Gatekeeper makes an empty object there, so every field reads as
-	// missing until written, but for key, the field a new list element is
-	// selected by.
-	fresh bool
-	key   []int
+	// key is the field a new list element is selected by, which reads as
+	// set.
+	key []int
 }
+
+// inMade marks a struct inside one the walker made.
+var inMade = &madeStruct{}
 
 // newStruct is a fresh zero struct of the type info describes, behind a
 // new pointer when pointer is true.
 func (sc *typedScratch) newStruct(info *typeInfo, pointer bool) *structObject {
 	p := reflect.New(info.t)
-	o := structObject{v: p.Elem(), info: info, sc: sc, fresh: true}
+	made := sc.made.put(madeStruct{})
 	if pointer {
-		o.ptr = p
+		made.ptr = p
 	}
-	return sc.structs.put(o)
+	return sc.structs.put(structObject{v: p.Elem(), info: info, sc: sc, made: made})
 }
 
 func (o *structObject) field(name string) slot {
@@ -152,18 +163,23 @@ func (o *structObject) field(name string) slot {
 	case err != nil:
 		return unusableField{err}
 	}
-	return o.sc.fields.put(typedField{v: o.v.FieldByIndex(f.index), f: f, sc: o.sc, fresh: o.fresh && !slices.Equal(f.index, o.key)})
+	v := o.v.FieldByIndex(f.index)
+	fresh := o.made != nil && !slices.Equal(f.index, o.made.key)
+	return o.sc.fields.put(typedField{v: v, f: f, sc: o.sc, fresh: fresh, there: !fresh && present(v, f)})
 }
 
 // typedField is a field of a typed struct.
 type typedField struct {
-	v     reflect.Value // addressable
-	f     *jsonField
-	sc    *typedScratch
+	v  reflect.Value // addressable
+	f  *jsonField
+	sc *typedScratch
+	// fresh: the field is in a struct the walker made.
 	fresh bool
+	// there is exists' answer, worked out once.
+	there bool
 }
 
-func (s *typedField) exists() bool { return !s.fresh && present(s.v, s.f) }
+func (s *typedField) exists() bool { return s.there }
 
 func (s *typedField) typeName() string {
 	if s.exists() {
@@ -179,7 +195,11 @@ func (s *typedField) object() (object, bool) {
 	case info.plainStruct:
 		// A struct always reads as present, unless omitzero leaves it
 		// out: then it is as new.
-		return s.sc.structs.put(structObject{v: s.v, info: info, sc: s.sc, fresh: s.fresh || !exists}), true
+		o := structObject{v: s.v, info: info, sc: s.sc}
+		if s.fresh || !exists {
+			o.made = inMade
+		}
+		return s.sc.structs.put(o), true
 	case info.pointerToStruct:
 		if exists {
 			return s.sc.structs.put(structObject{v: s.v.Elem(), info: info.elemInfo(), sc: s.sc}), true
@@ -200,8 +220,8 @@ func (s *typedField) attach(o object) (bool, error) {
 	case misfitObject:
 		return false, &misfitError{value: map[string]any{}, t: s.v.Type()}
 	case *structObject:
-		if o.ptr.IsValid() {
-			s.v.Set(o.ptr)
+		if o.made != nil && o.made.ptr.IsValid() {
+			s.v.Set(o.made.ptr)
 		}
 	}
 	return true, nil
@@ -369,15 +389,15 @@ func (l *typedList) newElement(key string, value any) (object, error) {
 	if _, err := (&typedField{v: o.v.FieldByIndex(f.index), f: f}).set(value); err != nil {
 		return nil, fmt.Errorf("key %s: %w", key, err)
 	}
-	o.key = f.index
+	o.made.key = f.index
 	return o, nil
 }
 
 func (l *typedList) appendElement(o object) (bool, error) {
 	so := o.(*structObject)
 	e := so.v
-	if so.ptr.IsValid() {
-		e = so.ptr
+	if so.made.ptr.IsValid() {
+		e = so.made.ptr
 	}
 	l.v.Set(reflect.Append(l.v, e))
 	return true, nil
