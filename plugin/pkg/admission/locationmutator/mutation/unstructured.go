@@ -70,7 +70,8 @@ type jsonObject struct {
 }
 
 func (o *jsonObject) field(name string) slot {
-	return o.sc.slots.put(jsonSlot{parent: o.m, key: name, sc: o.sc})
+	v, ok := o.m[name]
+	return o.sc.slots.put(jsonSlot{parent: o.m, key: name, value: v, found: ok, sc: o.sc})
 }
 
 // jsonSlot is a member of an unstructured object. Writes store new values
@@ -78,13 +79,14 @@ func (o *jsonObject) field(name string) slot {
 type jsonSlot struct {
 	parent map[string]any
 	key    string
-	sc     *jsonScratch
+	// value and found are what parent held at key when the slot was made,
+	// which is all the walker reads before it writes there.
+	value any
+	found bool
+	sc    *jsonScratch
 }
 
-func (s *jsonSlot) get() (any, bool) {
-	v, ok := s.parent[s.key]
-	return v, ok
-}
+func (s *jsonSlot) get() (any, bool) { return s.value, s.found }
 
 // exists treats an explicit null as missing, as Gatekeeper does since
 // open-policy-agent/gatekeeper#3463.
