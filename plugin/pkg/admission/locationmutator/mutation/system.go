@@ -35,7 +35,8 @@ import (
 var ErrNotConverging = errors.New("mutation not converging")
 
 // System runs a fixed set of mutators. It is immutable once built, so it is
-// safe for concurrent use.
+// safe for concurrent use: the candidate lists it merges on first use
+// (see candidates) are fixed by the trees it holds.
 type System struct {
 	// n is the number of mutators. The list of them is not kept: every
 	// one is in anyKind or in a list of byBinding, and a copy of it per
@@ -43,10 +44,10 @@ type System struct {
 	n int
 	// byBinding holds, for every binding some applyTo names, the mutators
 	// that bind to it merged with the kind-independent ones, in run order.
-	byBinding map[Binding][]*Mutator
+	byBinding map[Binding]*candidates
 	// anyKind are the mutators without applyTo (AssignMetadata), in run
 	// order; they are the candidates of every other binding.
-	anyKind         []*Mutator
+	anyKind         *candidates
 	needsNamespaces bool
 }
 
@@ -87,15 +88,19 @@ func (s *System) ConflictsWith(m *Mutator) []Conflict {
 		seen = map[*Mutator]bool{}
 	)
 	for _, b := range m.bindings {
-		for _, o := range s.byBinding[b] {
-			if o.id == m.id || seen[o] {
-				continue
-			}
-			seen[o] = true
-			if c, ok := conflictBetween(m, o); ok {
-				out = append(out, c)
-			}
+		list := s.byBinding[b]
+		if list == nil {
+			continue
 		}
+		list.bound.ascend(everything, func(o *Mutator) bool {
+			if o.id != m.id && !seen[o] {
+				seen[o] = true
+				if c, ok := conflictBetween(m, o); ok {
+					out = append(out, c)
+				}
+			}
+			return true
+		})
 	}
 	sortConflicts(out)
 	return out
@@ -116,15 +121,16 @@ func (s *System) Len() int { return s.n }
 
 // Mutators returns the mutators in run order.
 func (s *System) Mutators() []*Mutator {
-	out := slices.Clone(s.anyKind)
+	out := s.anyKind.anyKind.appendTo(make([]*Mutator, 0, s.n))
 	seen := make(map[*Mutator]bool, s.n)
 	for _, list := range s.byBinding {
-		for _, m := range list {
-			if m.bindings != nil && !seen[m] {
+		list.bound.ascend(everything, func(m *Mutator) bool {
+			if !seen[m] {
 				seen[m] = true
 				out = append(out, m)
 			}
-		}
+			return true
+		})
 	}
 	slices.SortFunc(out, runOrder)
 	return out
@@ -135,16 +141,18 @@ func (s *System) NeedsNamespaceLabels() bool { return s.needsNamespaces }
 
 // Candidates returns, in run order, the mutators that may apply to an
 // object of this kind on this operation; their match still has to be
-// tested. It is a map lookup and allocates nothing, so a request for a kind
-// no mutator names costs next to nothing however many mutators there are.
+// tested. It is a map lookup and allocates nothing once the list has been
+// merged (on the first call for it, see candidates), so a request for a
+// kind no mutator names costs next to nothing however many mutators there
+// are. The list is shared: callers must not change it.
 func (s *System) Candidates(gvk schema.GroupVersionKind, operation string) []*Mutator {
 	if operation != OperationCreate && operation != OperationUpdate {
 		return nil
 	}
 	if list, ok := s.byBinding[Binding{GVK: gvk, Operation: operation}]; ok {
-		return list
+		return list.get()
 	}
-	return s.anyKind
+	return s.anyKind.get()
 }
 
 // AnyMatches reports whether one of the candidates matches t.
