@@ -16,7 +16,12 @@ limitations under the License.
 
 package mutation
 
-import "sync"
+import (
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+)
 
 // Builder holds a changing set of mutators and makes immutable Systems of
 // it. Its lists are trees: a change copies one path of each tree it
@@ -35,6 +40,11 @@ type Builder struct {
 	anyKind tree[*Mutator]
 	// namespaceSelectors counts the mutators with a namespaceSelector.
 	namespaceSelectors int
+	// implied counts, per slot key, the mutators that imply each type
+	// there; types holds the types each key has, and changes only when
+	// those do (see System.ConflictsWith).
+	implied map[string]map[impliedType]int
+	types   tree[*keyTypes]
 
 	// last is the System of the mutators now, once made; previous is the
 	// last one made, whose unchanged candidate lists the next one takes.
@@ -44,8 +54,9 @@ type Builder struct {
 // NewBuilder returns an empty Builder.
 func NewBuilder() *Builder {
 	return &Builder{
-		byID:  map[ID]*Mutator{},
-		bound: map[Binding]tree[*Mutator]{},
+		byID:    map[ID]*Mutator{},
+		bound:   map[Binding]tree[*Mutator]{},
+		implied: map[string]map[impliedType]int{},
 	}
 }
 
@@ -68,6 +79,16 @@ func (b *Builder) Add(m *Mutator) {
 	}
 	for _, bind := range m.bindings {
 		b.bound[bind] = b.bound[bind].insert(m, runOrder)
+	}
+	for _, slot := range m.slots {
+		counts := b.implied[slot.key]
+		if counts == nil {
+			counts = map[impliedType]int{}
+			b.implied[slot.key] = counts
+		}
+		if counts[slot.t]++; counts[slot.t] == 1 {
+			b.retype(slot.key, counts)
+		}
 	}
 	b.last = nil
 }
@@ -93,7 +114,35 @@ func (b *Builder) Remove(id ID) {
 			b.bound[bind] = list
 		}
 	}
+	for _, slot := range m.slots {
+		counts := b.implied[slot.key]
+		if counts[slot.t]--; counts[slot.t] == 0 {
+			delete(counts, slot.t)
+			if len(counts) == 0 {
+				delete(b.implied, slot.key)
+			}
+			b.retype(slot.key, counts)
+		}
+	}
 	b.last = nil
+}
+
+// keyTypes are the types the mutators imply for one slot key.
+type keyTypes struct {
+	key   string
+	types []impliedType
+}
+
+func byKey(a, b *keyTypes) int { return strings.Compare(a.key, b.key) }
+
+// retype sets the types of key in b.types to those counts holds.
+func (b *Builder) retype(key string, counts map[impliedType]int) {
+	if old, ok := b.types.first(func(kt *keyTypes) bool { return kt.key >= key }); ok && old.key == key {
+		b.types, _ = b.types.remove(old, byKey)
+	}
+	if len(counts) > 0 {
+		b.types = b.types.insert(&keyTypes{key: key, types: slices.Collect(maps.Keys(counts))}, byKey)
+	}
 }
 
 // System returns a System running the mutators in now. It costs a map
@@ -105,6 +154,7 @@ func (b *Builder) System() *System {
 	}
 	s := &System{
 		n:               len(b.byID),
+		types:           b.types,
 		byBinding:       make(map[Binding]*candidates, len(b.bound)),
 		needsNamespaces: b.namespaceSelectors > 0,
 	}

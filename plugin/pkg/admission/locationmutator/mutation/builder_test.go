@@ -236,3 +236,88 @@ func TestSystemConcurrentFirstUse(t *testing.T) {
 		}
 	}
 }
+
+// ConflictsWith of every System taken along random changes finds what
+// comparing the probe with each of its mutators finds, also after later
+// changes. The Builder runs what it is given, so its Systems hold
+// conflicting mutators too: ModifySets on spec.f<i> against Assigns below
+// it, on pods and on Deployments (which share no binding with the pod
+// ones).
+func TestBuilderConflictsWith(t *testing.T) {
+	const n = 6
+	var all []*Mutator
+	for i := range n {
+		for _, kind := range []string{"Pod", "Deployment"} {
+			applyTo := `[{groups: [""], versions: [v1], kinds: [Pod]}]`
+			if kind == "Deployment" {
+				applyTo = `[{groups: [apps], versions: [v1], kinds: [Deployment]}]`
+			}
+			all = append(all,
+				mustDecode(t, fmt.Sprintf(`apiVersion: mutations.gatekeeper.sh/v1
+kind: ModifySet
+metadata: {name: set-%[2]s-%[1]d}
+spec:
+  applyTo: %[3]s
+  location: spec.f%[1]d
+  parameters: {operation: merge, values: {fromList: [a]}}
+`, i, strings.ToLower(kind), applyTo)),
+				mustDecode(t, fmt.Sprintf(`apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: below-%[2]s-%[1]d}
+spec:
+  applyTo: %[3]s
+  location: spec.f%[1]d.x
+  parameters: {assign: {value: 1}}
+`, i, strings.ToLower(kind), applyTo)))
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 5))
+	b := NewBuilder()
+	now := map[ID]*Mutator{}
+	var snapshots []snapshot
+	check := func(t *testing.T, s snapshot) {
+		t.Helper()
+		for _, probe := range all {
+			var want []Conflict
+			for _, o := range s.want {
+				if o.ID() == probe.ID() {
+					continue
+				}
+				if c, ok := conflictBetween(probe, o); ok {
+					want = append(want, c)
+				}
+			}
+			sortConflicts(want)
+			// It compares only when some mutator disagrees with the
+			// probe on a value.
+			disagree := false
+			for _, o := range s.want {
+				for _, a := range probe.slots {
+					disagree = disagree || slices.ContainsFunc(o.slots, func(b schemaSlot) bool { return b.key == a.key && b.t != a.t })
+				}
+			}
+			if got := s.system.mayConflict(probe); got != disagree {
+				t.Fatalf("%s: mayConflict %v, want %v", probe.ID(), got, disagree)
+			}
+			if got := s.system.ConflictsWith(probe); !slices.Equal(got, want) {
+				t.Fatalf("%s: conflicts %v, want %v", probe.ID(), got, want)
+			}
+		}
+	}
+	for range 300 {
+		m := all[rng.IntN(len(all))]
+		if now[m.ID()] != nil && rng.IntN(2) == 0 {
+			b.Remove(m.ID())
+			delete(now, m.ID())
+		} else {
+			b.Add(m)
+			now[m.ID()] = m
+		}
+		s := snapshot{system: b.System(), want: maps.Clone(now)}
+		check(t, s)
+		snapshots = append(snapshots, s)
+	}
+	for _, s := range snapshots {
+		check(t, s)
+	}
+}

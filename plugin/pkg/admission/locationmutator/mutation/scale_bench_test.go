@@ -196,3 +196,43 @@ func BenchmarkSchemaConflictsScale(b *testing.B) {
 		})
 	}
 }
+
+// deploymentAssign is an Assign on Deployments setting one environment
+// variable of every container, as the live benchmarks' mutators do.
+func deploymentAssign(b *testing.B, i int) *Mutator {
+	return mustDecode(b, fmt.Sprintf(`apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: deploy-%05[1]d}
+spec:
+  applyTo: [{groups: [apps], versions: [v1], kinds: [Deployment]}]
+  location: spec.template.spec.containers[name:*].env[name:N%[1]d].value
+  parameters: {assign: {value: "x"}}
+`, i))
+}
+
+// ConflictsWith, as apply-time validation asks it of every mutator write,
+// against a system of n mutators that share the written one's bindings and
+// schema: agreeing (no conflict), and with a location that uses the
+// containers list as an object (a conflict with every one of them, each
+// reported).
+func BenchmarkConflictsWith(b *testing.B) {
+	for _, n := range []int{1000, 4000, 10000} {
+		ms := make([]*Mutator, n)
+		for i := range ms {
+			ms[i] = deploymentAssign(b, i)
+		}
+		sys, err := NewSystem(ms)
+		if err != nil {
+			b.Fatal(err)
+		}
+		agreeing := deploymentAssign(b, n)
+		b.Run(fmt.Sprintf("agreeing/mutators-%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if cs := sys.ConflictsWith(agreeing); len(cs) != 0 {
+					b.Fatal(cs)
+				}
+			}
+		})
+	}
+}

@@ -47,7 +47,9 @@ type System struct {
 	byBinding map[Binding]*candidates
 	// anyKind are the mutators without applyTo (AssignMetadata), in run
 	// order; they are the candidates of every other binding.
-	anyKind         *candidates
+	anyKind *candidates
+	// types holds, per slot key, the types the mutators imply there.
+	types           tree[*keyTypes]
 	needsNamespaces bool
 }
 
@@ -80,9 +82,14 @@ func (e *ConflictError) Error() string { return e.Reason }
 
 // ConflictsWith returns the schema conflicts m would have with the
 // mutators of s (one of m's kind and name aside, which m would replace),
-// sorted by reason. It compares m only with the mutators that share one of
-// its bindings.
+// sorted by reason. When every mutator that implies a type for a value m's
+// location does implies the same type as m, as it does for nearly every
+// write, that is all it looks at (a lookup per value); otherwise it
+// compares m with the mutators that share one of its bindings.
 func (s *System) ConflictsWith(m *Mutator) []Conflict {
+	if !s.mayConflict(m) {
+		return nil
+	}
 	var (
 		out  []Conflict
 		seen = map[*Mutator]bool{}
@@ -104,6 +111,19 @@ func (s *System) ConflictsWith(m *Mutator) []Conflict {
 	}
 	sortConflicts(out)
 	return out
+}
+
+// mayConflict reports whether some mutator of s implies a type other than
+// m's for a value m's location implies a type for. Without one, m
+// conflicts with none (see conflictBetween).
+func (s *System) mayConflict(m *Mutator) bool {
+	for _, slot := range m.slots {
+		kt, ok := s.types.first(func(kt *keyTypes) bool { return kt.key >= slot.key })
+		if ok && kt.key == slot.key && (len(kt.types) > 1 || kt.types[0] != slot.t) {
+			return true
+		}
+	}
+	return false
 }
 
 // runOrder is Gatekeeper's order: by kind, then by name (its IDs sort by

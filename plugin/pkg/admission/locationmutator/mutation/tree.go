@@ -264,3 +264,16 @@ func replaced[T comparable](children []*node[T], i, count int, a, b *node[T]) []
 
 // everything is the from of ascend that starts at the first value.
 func everything[T any](T) bool { return true }
+
+// first returns the first value for which from is true (see ascend).
+func (t tree[T]) first(from func(T) bool) (T, bool) {
+	var (
+		out   T
+		found bool
+	)
+	t.ascend(from, func(v T) bool {
+		out, found = v, true
+		return false
+	})
+	return out, found
+}
