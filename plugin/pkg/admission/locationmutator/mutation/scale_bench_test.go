@@ -236,3 +236,36 @@ func BenchmarkConflictsWith(b *testing.B) {
 		})
 	}
 }
+
+// The first request after a change, against n AssignMetadata (every
+// kind's list changes with each of them) and one pod Assign: the change
+// (replacing one AssignMetadata), the new System, and the merge of the pod
+// list the request pays for once. Publishing copies nothing whole, so
+// this is linear (the merge), and ns/item is what each mutator adds to
+// that first request.
+func BenchmarkFirstRequestAfterChange(b *testing.B) {
+	for _, n := range scalebench.Sizes {
+		builder := NewBuilder()
+		builder.Add(assign(b, "pod", "spec.x", "1"))
+		labels := make([]*Mutator, n)
+		for i := range labels {
+			labels[i] = assignMetadata(b, fmt.Sprintf("metadata.labels.l%d", i), "x")
+			builder.Add(labels[i])
+		}
+		edited := assignMetadata(b, fmt.Sprintf("metadata.labels.l%d", n/2), "y")
+		target := podTarget()
+		b.Run(fmt.Sprintf("items-%d", n), func(b *testing.B) {
+			i := 0
+			scalebench.PerItem(b, n, func() {
+				if i++; i%2 == 0 {
+					builder.Add(edited)
+				} else {
+					builder.Add(labels[n/2])
+				}
+				if got := builder.System().Candidates(target.GVK, OperationCreate); len(got) != n+1 {
+					b.Fatalf("%d candidates", len(got))
+				}
+			})
+		})
+	}
+}
