@@ -158,3 +158,49 @@ func TestTreeEqualValues(t *testing.T) {
 		t.Fatalf("equal values out of insertion order: %v", got)
 	}
 }
+
+// FuzzTree reads ops as inserts (even bytes) and removals (odd bytes) of
+// small values, checking the tree against a sorted slice after each and
+// every earlier tree at the end.
+func FuzzTree(f *testing.F) {
+	f.Add([]byte{0, 2, 4, 6, 3, 5, 1})
+	seed := make([]byte, 600)
+	for i := range seed {
+		seed[i] = byte(i*37) &^ 1
+	}
+	f.Add(seed)
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		var (
+			tr        tree[int]
+			want      []int
+			snapshots []tree[int]
+			held      [][]int
+		)
+		for _, op := range ops {
+			v := int(op >> 1)
+			i, found := slices.BinarySearch(want, v)
+			if op&1 == 0 {
+				if found {
+					continue
+				}
+				tr = tr.insert(v, cmp.Compare[int])
+				want = slices.Insert(want, i, v)
+			} else {
+				var removed bool
+				tr, removed = tr.remove(v, cmp.Compare[int])
+				if removed != found {
+					t.Fatalf("remove %d: %v, want %v", v, removed, found)
+				}
+				if found {
+					want = slices.Delete(want, i, i+1)
+				}
+			}
+			checkTree(t, tr, want)
+			snapshots = append(snapshots, tr)
+			held = append(held, slices.Clone(want))
+		}
+		for i, s := range snapshots {
+			checkTree(t, s, held[i])
+		}
+	})
+}
