@@ -183,10 +183,10 @@ func TestBuilderSharesUntouchedLists(t *testing.T) {
 	first := b.System()
 	pods := first.Candidates(podTarget().GVK, OperationCreate)
 	b.Add(ms.podV2[0])
-	if b.System() != b.System() {
+	second := b.System()
+	if again := b.System(); again != second {
 		t.Fatal("a Builder with no change makes a new System")
 	}
-	second := b.System()
 	if first.byBinding[Binding{GVK: deploymentGVK, Operation: OperationCreate}] != second.byBinding[Binding{GVK: deploymentGVK, Operation: OperationCreate}] {
 		t.Fatal("the Deployment list, which the change left alone, is not shared")
 	}
