@@ -42,11 +42,12 @@ type System struct {
 	// one is in anyKind or in a list of byBinding, and a copy of it per
 	// change would cost what the change does not.
 	n int
-	// byBinding holds, for every binding some applyTo names, the mutators
-	// that bind to it merged with the kind-independent ones, in run order.
+	// byBinding holds, for every binding some applyTo names, its
+	// candidates: the mutators that bind to it merged with the
+	// kind-independent ones, in run order.
 	byBinding map[Binding]*candidates
-	// anyKind are the mutators without applyTo (AssignMetadata), in run
-	// order; they are the candidates of every other binding.
+	// anyKind holds the mutators without applyTo (AssignMetadata), in run
+	// order: the candidates of every other binding.
 	anyKind *candidates
 	// types holds, per slot key, the types the mutators imply there.
 	types           tree[*keyTypes]
@@ -82,10 +83,11 @@ func (e *ConflictError) Error() string { return e.Reason }
 
 // ConflictsWith returns the schema conflicts m would have with the
 // mutators of s (one of m's kind and name aside, which m would replace),
-// sorted by reason. When every mutator that implies a type for a value m's
-// location does implies the same type as m, as it does for nearly every
-// write, that is all it looks at (a lookup per value); otherwise it
-// compares m with the mutators that share one of its bindings.
+// sorted by reason. When no mutator of s implies a type other than m's for
+// a value m's location implies a type for, as for nearly every write, that
+// is all it looks up (one lookup per value, whatever the number of
+// mutators); otherwise it compares m with the mutators that share one of
+// its bindings.
 func (s *System) ConflictsWith(m *Mutator) []Conflict {
 	if !s.mayConflict(m) {
 		return nil
