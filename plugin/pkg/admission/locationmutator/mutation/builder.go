@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Builder holds a changing set of mutators and makes immutable Systems of
@@ -155,7 +156,7 @@ func (b *Builder) System() *System {
 	s := &System{
 		n:               len(b.byID),
 		types:           b.types,
-		byBinding:       make(map[Binding]*candidates, len(b.bound)),
+		byKind:          make(map[string][]kindLists, len(b.bound)),
 		needsNamespaces: b.namespaceSelectors > 0,
 	}
 	// A list is the one of the System before when its trees are: a tree
@@ -169,15 +170,27 @@ func (b *Builder) System() *System {
 	for bind, bound := range b.bound {
 		var c *candidates
 		if prev != nil {
-			c = prev.byBinding[bind]
+			c = prev.list(bind.GVK, bind.Operation)
 		}
 		if c == nil || c.bound != bound || c.anyKind != b.anyKind {
 			c = &candidates{bound: bound, anyKind: b.anyKind}
 		}
-		s.byBinding[bind] = c
+		s.setList(bind, c)
 	}
 	b.last, b.previous = s, s
 	return s
+}
+
+// setList sets the candidates of a binding in a System being made.
+func (s *System) setList(bind Binding, c *candidates) {
+	kinds := s.byKind[bind.GVK.Kind]
+	i := slices.IndexFunc(kinds, func(k kindLists) bool { return k.gvk == bind.GVK })
+	if i < 0 {
+		i = len(kinds)
+		kinds = append(kinds, kindLists{gvk: bind.GVK})
+		s.byKind[bind.GVK.Kind] = kinds
+	}
+	kinds[i].lists[operationIndex(bind.Operation)] = c
 }
 
 // candidates is one candidate list of a System: the mutators bound to a
@@ -189,25 +202,34 @@ func (b *Builder) System() *System {
 type candidates struct {
 	bound, anyKind tree[*Mutator]
 
-	once sync.Once
-	list []*Mutator
+	// merged says list is set; once sets it.
+	merged atomic.Bool
+	once   sync.Once
+	list   []*Mutator
 }
 
-// get returns the list, merging it on the first call.
+// get returns the list, merging it on the first call. It is small enough
+// to inline into Candidates, which is then small enough to inline into a
+// request's code: a call costs more than the rest of it.
 func (c *candidates) get() []*Mutator {
-	c.once.Do(c.merge)
+	if !c.merged.Load() {
+		c.merge()
+	}
 	return c.list
 }
 
 func (c *candidates) merge() {
-	switch {
-	case c.anyKind.Len() == 0:
-		c.list = c.bound.appendTo(make([]*Mutator, 0, c.bound.Len()))
-	case c.bound.Len() == 0:
-		c.list = c.anyKind.appendTo(make([]*Mutator, 0, c.anyKind.Len()))
-	default:
-		c.list = mergeRunOrder(c.bound.appendTo(nil), c.anyKind.appendTo(nil))
-	}
+	c.once.Do(func() {
+		switch {
+		case c.anyKind.Len() == 0:
+			c.list = c.bound.appendTo(make([]*Mutator, 0, c.bound.Len()))
+		case c.bound.Len() == 0:
+			c.list = c.anyKind.appendTo(make([]*Mutator, 0, c.anyKind.Len()))
+		default:
+			c.list = mergeRunOrder(c.bound.appendTo(nil), c.anyKind.appendTo(nil))
+		}
+		c.merged.Store(true)
+	})
 }
 
 // mergeRunOrder merges two lists in run order into a new one.

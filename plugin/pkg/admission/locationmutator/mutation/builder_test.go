@@ -187,7 +187,7 @@ func TestBuilderSharesUntouchedLists(t *testing.T) {
 	if again := b.System(); again != second {
 		t.Fatal("a Builder with no change makes a new System")
 	}
-	if first.byBinding[Binding{GVK: deploymentGVK, Operation: OperationCreate}] != second.byBinding[Binding{GVK: deploymentGVK, Operation: OperationCreate}] {
+	if first.list(deploymentGVK, OperationCreate) != second.list(deploymentGVK, OperationCreate) {
 		t.Fatal("the Deployment list, which the change left alone, is not shared")
 	}
 	if got := first.Candidates(podTarget().GVK, OperationCreate); !slices.Equal(got, pods) || got[0] != ms.pod[0] {
@@ -198,7 +198,7 @@ func TestBuilderSharesUntouchedLists(t *testing.T) {
 	}
 	b.Add(ms.label[0])
 	third := b.System()
-	if first.byBinding[Binding{GVK: deploymentGVK, Operation: OperationCreate}] == third.byBinding[Binding{GVK: deploymentGVK, Operation: OperationCreate}] {
+	if first.list(deploymentGVK, OperationCreate) == third.list(deploymentGVK, OperationCreate) {
 		t.Fatal("an AssignMetadata added left a list without it")
 	}
 	for _, gvk := range []schema.GroupVersionKind{podTarget().GVK, {Version: "v1", Kind: "ConfigMap"}} {

@@ -39,13 +39,15 @@ var ErrNotConverging = errors.New("mutation not converging")
 // (see candidates) are fixed by the trees it holds.
 type System struct {
 	// n is the number of mutators. The list of them is not kept: every
-	// one is in anyKind or in a list of byBinding, and a copy of it per
+	// one is in anyKind or in a list of byKind, and a copy of it per
 	// change would cost what the change does not.
 	n int
-	// byBinding holds, for every binding some applyTo names, its
-	// candidates: the mutators that bind to it merged with the
-	// kind-independent ones, in run order.
-	byBinding map[Binding]*candidates
+	// byKind holds, for every binding some applyTo names, its candidates:
+	// the mutators that bind to it merged with the kind-independent ones,
+	// in run order. It is keyed by kind name alone, each holding the
+	// group/versions of that name (nearly always one), so that a request
+	// hashes one short string.
+	byKind map[string][]kindLists
 	// anyKind holds the mutators without applyTo (AssignMetadata), in run
 	// order: the candidates of every other binding.
 	anyKind *candidates
@@ -97,7 +99,7 @@ func (s *System) ConflictsWith(m *Mutator) []Conflict {
 		seen = map[*Mutator]bool{}
 	)
 	for _, b := range m.bindings {
-		list := s.byBinding[b]
+		list := s.list(b.GVK, b.Operation)
 		if list == nil {
 			continue
 		}
@@ -145,14 +147,21 @@ func (s *System) Len() int { return s.n }
 func (s *System) Mutators() []*Mutator {
 	out := s.anyKind.anyKind.appendTo(make([]*Mutator, 0, s.n))
 	seen := make(map[*Mutator]bool, s.n)
-	for _, list := range s.byBinding {
-		list.bound.ascend(everything, func(m *Mutator) bool {
-			if !seen[m] {
-				seen[m] = true
-				out = append(out, m)
+	for _, kinds := range s.byKind {
+		for _, k := range kinds {
+			for _, list := range k.lists {
+				if list == nil {
+					continue
+				}
+				list.bound.ascend(everything, func(m *Mutator) bool {
+					if !seen[m] {
+						seen[m] = true
+						out = append(out, m)
+					}
+					return true
+				})
 			}
-			return true
-		})
+		}
 	}
 	slices.SortFunc(out, runOrder)
 	return out
@@ -168,13 +177,47 @@ func (s *System) NeedsNamespaceLabels() bool { return s.needsNamespaces }
 // kind no mutator names costs next to nothing however many mutators there
 // are. The list is shared: callers must not change it.
 func (s *System) Candidates(gvk schema.GroupVersionKind, operation string) []*Mutator {
-	if operation != OperationCreate && operation != OperationUpdate {
+	if s.n == 0 || operation != OperationCreate && operation != OperationUpdate {
 		return nil
 	}
-	if list, ok := s.byBinding[Binding{GVK: gvk, Operation: operation}]; ok {
+	return s.candidates(gvk, operation)
+}
+
+// candidates is Candidates of a supported operation; apart, so that
+// Candidates inlines, and a system without mutators costs a request no
+// call.
+func (s *System) candidates(gvk schema.GroupVersionKind, operation string) []*Mutator {
+	if list := s.list(gvk, operation); list != nil {
 		return list.get()
 	}
 	return s.anyKind.get()
+}
+
+// kindLists are the candidate lists of one group/version/kind, by
+// operation (see operationIndex); nil where no mutator binds to it.
+type kindLists struct {
+	gvk   schema.GroupVersionKind
+	lists [2]*candidates
+}
+
+// operationIndex is the index of a supported operation in
+// kindLists.lists.
+func operationIndex(operation string) int {
+	if operation == OperationUpdate {
+		return 1
+	}
+	return 0
+}
+
+// list returns the candidates of a binding, nil when no mutator binds to
+// it.
+func (s *System) list(gvk schema.GroupVersionKind, operation string) *candidates {
+	for _, k := range s.byKind[gvk.Kind] {
+		if k.gvk == gvk {
+			return k.lists[operationIndex(operation)]
+		}
+	}
+	return nil
 }
 
 // AnyMatches reports whether one of the candidates matches t.
