@@ -208,9 +208,8 @@ type candidates struct {
 	list   []*Mutator
 }
 
-// get returns the list, merging it on the first call. It is small enough
-// to inline into Candidates, which is then small enough to inline into a
-// request's code: a call costs more than the rest of it.
+// get returns the list, merging it on the first call; after that it is an
+// atomic load, inlined.
 func (c *candidates) get() []*Mutator {
 	if !c.merged.Load() {
 		c.merge()
