@@ -27,6 +27,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/scalebench"
 )
 
 // liveSystem is the system the live source publishes for these mutator
@@ -238,23 +239,28 @@ func BenchmarkLiveScale(b *testing.B) {
 
 // BenchmarkLiveApplyOneByOne takes in n mutators as `kubectl apply` of n
 // objects delivers them: one watch event, one pass and one published
-// system each. ns/mutator should stay flat as n grows.
+// system each, and apply-time validation of each object against the
+// system before it. ns/item and cpu-ns/item (per mutator) should stay flat
+// as n grows.
 func BenchmarkLiveApplyOneByOne(b *testing.B) {
 	for _, shape := range liveShapes {
 		for _, n := range []int{1000, 4000} {
 			objects := liveObjects(b, shape.manifests(n))
 			b.Run(fmt.Sprintf("%s/mutators-%d", shape.name, n), func(b *testing.B) {
 				static, _ := mutation.NewSystem(nil)
-				b.ReportAllocs()
-				for b.Loop() {
+				scalebench.PerItem(b, n, func() {
 					r := newResolver(static)
+					system := r.system.System()
 					for _, u := range objects {
-						r.put(decodeObject(u))
+						lm := decodeObject(u)
+						if cs := system.ConflictsWith(lm.mutator); len(cs) > 0 {
+							b.Fatal(cs)
+						}
+						r.put(lm)
 						r.settle()
-						r.system.System()
+						system = r.system.System()
 					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/mutator")
+				})
 			})
 		}
 	}

@@ -17,39 +17,47 @@ limitations under the License.
 package mutation
 
 import (
+	"maps"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Builder holds a changing set of mutators and makes immutable Systems of
-// it. A System shares nothing the Builder changes later, so it can be
-// published while the next one is built; making one after a change
-// redoes only the candidate lists of the bindings that change touched.
-// Conflicts are not its concern (see SchemaIndex): it runs what it is
-// given. It is not safe for concurrent use.
+// it. Its lists are trees: a change copies one path of each tree it
+// touches and leaves the nodes a published System holds as they are, so a
+// change costs O(log n) per binding of the changed mutator, and making a
+// System after it costs O(bindings): a System shares every candidate list
+// a change did not touch with the one before it, and merges the others
+// only when a request first asks for them (see candidates). Conflicts are
+// not its concern (see SchemaIndex): it runs what it is given. It is not
+// safe for concurrent use.
 type Builder struct {
 	byID map[ID]*Mutator
 	// bound holds, per binding, the mutators that name it, and anyKind
 	// those without applyTo, in run order.
-	bound   map[Binding][]*Mutator
-	anyKind []*Mutator
+	bound   map[Binding]tree[*Mutator]
+	anyKind tree[*Mutator]
 	// namespaceSelectors counts the mutators with a namespaceSelector.
 	namespaceSelectors int
+	// implied counts, per slot key, the mutators that imply each type
+	// there; types holds the types each key has, and changes only when
+	// those do (see System.ConflictsWith).
+	implied map[string]map[impliedType]int
+	types   tree[*keyTypes]
 
-	// merged are the candidate lists of the last System, reused for every
-	// binding not in dirty (all of them when anyDirty).
-	merged   map[Binding][]*Mutator
-	dirty    map[Binding]bool
-	anyDirty bool
-	last     *System
+	// last is the System of the mutators now, once made; previous is the
+	// last one made, whose unchanged candidate lists the next one takes.
+	last, previous *System
 }
 
 // NewBuilder returns an empty Builder.
 func NewBuilder() *Builder {
 	return &Builder{
-		byID:   map[ID]*Mutator{},
-		bound:  map[Binding][]*Mutator{},
-		merged: map[Binding][]*Mutator{},
-		dirty:  map[Binding]bool{},
+		byID:    map[ID]*Mutator{},
+		bound:   map[Binding]tree[*Mutator]{},
+		implied: map[string]map[impliedType]int{},
 	}
 }
 
@@ -68,12 +76,20 @@ func (b *Builder) Add(m *Mutator) {
 		b.namespaceSelectors++
 	}
 	if m.bindings == nil {
-		b.anyKind = insertRunOrder(b.anyKind, m)
-		b.anyDirty = true
+		b.anyKind = b.anyKind.insert(m, runOrder)
 	}
 	for _, bind := range m.bindings {
-		b.bound[bind] = insertRunOrder(b.bound[bind], m)
-		b.dirty[bind] = true
+		b.bound[bind] = b.bound[bind].insert(m, runOrder)
+	}
+	for _, slot := range m.slots {
+		counts := b.implied[slot.key]
+		if counts == nil {
+			counts = map[impliedType]int{}
+			b.implied[slot.key] = counts
+		}
+		if counts[slot.t]++; counts[slot.t] == 1 {
+			b.retype(slot.key, counts)
+		}
 	}
 	b.last = nil
 }
@@ -89,55 +105,130 @@ func (b *Builder) Remove(id ID) {
 		b.namespaceSelectors--
 	}
 	if m.bindings == nil {
-		b.anyKind = deleteRunOrder(b.anyKind, m)
-		b.anyDirty = true
+		b.anyKind, _ = b.anyKind.remove(m, runOrder)
 	}
 	for _, bind := range m.bindings {
-		list := deleteRunOrder(b.bound[bind], m)
-		if len(list) == 0 {
+		list, _ := b.bound[bind].remove(m, runOrder)
+		if list.Len() == 0 {
 			delete(b.bound, bind)
 		} else {
 			b.bound[bind] = list
 		}
-		b.dirty[bind] = true
+	}
+	for _, slot := range m.slots {
+		counts := b.implied[slot.key]
+		if counts[slot.t]--; counts[slot.t] == 0 {
+			delete(counts, slot.t)
+			if len(counts) == 0 {
+				delete(b.implied, slot.key)
+			}
+			b.retype(slot.key, counts)
+		}
 	}
 	b.last = nil
 }
 
-// System returns a System running the mutators in now.
+// keyTypes are the types the mutators imply for one slot key.
+type keyTypes struct {
+	key   string
+	types []impliedType
+}
+
+func byKey(a, b *keyTypes) int { return strings.Compare(a.key, b.key) }
+
+// retype sets the types of key in b.types to those counts holds.
+func (b *Builder) retype(key string, counts map[impliedType]int) {
+	if old, ok := b.types.first(func(kt *keyTypes) bool { return kt.key >= key }); ok && old.key == key {
+		b.types, _ = b.types.remove(old, byKey)
+	}
+	if len(counts) > 0 {
+		b.types = b.types.insert(&keyTypes{key: key, types: slices.Collect(maps.Keys(counts))}, byKey)
+	}
+}
+
+// System returns a System running the mutators in now. It costs a map
+// entry per binding and a candidates value per changed list; no list is
+// copied or merged here.
 func (b *Builder) System() *System {
 	if b.last != nil {
 		return b.last
 	}
-	if b.anyDirty {
-		for bind := range b.bound {
-			b.dirty[bind] = true
-		}
-		for bind := range b.merged {
-			b.dirty[bind] = true
-		}
-	}
-	for bind := range b.dirty {
-		list, ok := b.bound[bind]
-		if !ok {
-			delete(b.merged, bind)
-			continue
-		}
-		b.merged[bind] = mergeRunOrder(list, b.anyKind)
-	}
-	clear(b.dirty)
-	b.anyDirty = false
 	s := &System{
 		n:               len(b.byID),
-		byBinding:       make(map[Binding][]*Mutator, len(b.merged)),
-		anyKind:         slices.Clone(b.anyKind),
+		types:           b.types,
+		byKind:          make(map[string][]kindLists, len(b.bound)),
 		needsNamespaces: b.namespaceSelectors > 0,
 	}
-	for bind, list := range b.merged {
-		s.byBinding[bind] = list
+	// A list is the one of the System before when its trees are: a tree
+	// that changed has a new root.
+	prev := b.previous
+	if prev != nil && prev.anyKind.anyKind == b.anyKind {
+		s.anyKind = prev.anyKind
+	} else {
+		s.anyKind = &candidates{anyKind: b.anyKind}
 	}
-	b.last = s
+	for bind, bound := range b.bound {
+		var c *candidates
+		if prev != nil {
+			c = prev.list(bind.GVK, bind.Operation)
+		}
+		if c == nil || c.bound != bound || c.anyKind != b.anyKind {
+			c = &candidates{bound: bound, anyKind: b.anyKind}
+		}
+		s.setList(bind, c)
+	}
+	b.last, b.previous = s, s
 	return s
+}
+
+// setList sets the candidates of a binding in a System being made.
+func (s *System) setList(bind Binding, c *candidates) {
+	kinds := s.byKind[bind.GVK.Kind]
+	i := slices.IndexFunc(kinds, func(k kindLists) bool { return k.gvk == bind.GVK })
+	if i < 0 {
+		i = len(kinds)
+		kinds = append(kinds, kindLists{gvk: bind.GVK})
+		s.byKind[bind.GVK.Kind] = kinds
+	}
+	kinds[i].lists[operationIndex(bind.Operation)] = c
+}
+
+// candidates is one candidate list of a System: the mutators bound to a
+// binding merged with the kind-independent ones, in run order. The System
+// holds the trees, which never change; the list is merged from them the
+// first time a request asks for it, and kept, so a publish merges nothing
+// and a request pays at most one merge per list and System (none for the
+// lists a change left alone, which the next System shares).
+type candidates struct {
+	bound, anyKind tree[*Mutator]
+
+	// merged says list is set; once sets it.
+	merged atomic.Bool
+	once   sync.Once
+	list   []*Mutator
+}
+
+// get returns the list, merging it on the first call; after that it is an
+// atomic load, inlined.
+func (c *candidates) get() []*Mutator {
+	if !c.merged.Load() {
+		c.merge()
+	}
+	return c.list
+}
+
+func (c *candidates) merge() {
+	c.once.Do(func() {
+		switch {
+		case c.anyKind.Len() == 0:
+			c.list = c.bound.appendTo(make([]*Mutator, 0, c.bound.Len()))
+		case c.bound.Len() == 0:
+			c.list = c.anyKind.appendTo(make([]*Mutator, 0, c.anyKind.Len()))
+		default:
+			c.list = mergeRunOrder(c.bound.appendTo(nil), c.anyKind.appendTo(nil))
+		}
+		c.merged.Store(true)
+	})
 }
 
 // mergeRunOrder merges two lists in run order into a new one.
@@ -152,19 +243,4 @@ func mergeRunOrder(a, b []*Mutator) []*Mutator {
 	}
 	out = append(out, a...)
 	return append(out, b...)
-}
-
-// insertRunOrder inserts m into a list in run order. No two mutators of a
-// Builder share a kind and name, so the place is unique.
-func insertRunOrder(list []*Mutator, m *Mutator) []*Mutator {
-	i, _ := slices.BinarySearchFunc(list, m, runOrder)
-	return slices.Insert(list, i, m)
-}
-
-// deleteRunOrder takes m out of a list in run order.
-func deleteRunOrder(list []*Mutator, m *Mutator) []*Mutator {
-	if i, found := slices.BinarySearchFunc(list, m, runOrder); found && list[i] == m {
-		return slices.Delete(list, i, i+1)
-	}
-	return list
 }

@@ -196,3 +196,76 @@ func BenchmarkSchemaConflictsScale(b *testing.B) {
 		})
 	}
 }
+
+// deploymentAssign is an Assign on Deployments setting one environment
+// variable of every container, as the live benchmarks' mutators do.
+func deploymentAssign(b *testing.B, i int) *Mutator {
+	return mustDecode(b, fmt.Sprintf(`apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: deploy-%05[1]d}
+spec:
+  applyTo: [{groups: [apps], versions: [v1], kinds: [Deployment]}]
+  location: spec.template.spec.containers[name:*].env[name:N%[1]d].value
+  parameters: {assign: {value: "x"}}
+`, i))
+}
+
+// ConflictsWith, as apply-time validation asks it of every mutator write,
+// against a system of n mutators that share the written one's bindings and
+// schema: agreeing (no conflict), and with a location that uses the
+// containers list as an object (a conflict with every one of them, each
+// reported).
+func BenchmarkConflictsWith(b *testing.B) {
+	for _, n := range []int{1000, 4000, 10000} {
+		ms := make([]*Mutator, n)
+		for i := range ms {
+			ms[i] = deploymentAssign(b, i)
+		}
+		sys, err := NewSystem(ms)
+		if err != nil {
+			b.Fatal(err)
+		}
+		agreeing := deploymentAssign(b, n)
+		b.Run(fmt.Sprintf("agreeing/mutators-%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if cs := sys.ConflictsWith(agreeing); len(cs) != 0 {
+					b.Fatal(cs)
+				}
+			}
+		})
+	}
+}
+
+// The first request after a change, against n AssignMetadata (every
+// kind's list changes with each of them) and one pod Assign: the change
+// (replacing one AssignMetadata), the new System, and the merge of the pod
+// list the request pays for once. Publishing copies nothing whole, so
+// this is linear (the merge), and ns/item is what each mutator adds to
+// that first request.
+func BenchmarkFirstRequestAfterChange(b *testing.B) {
+	for _, n := range scalebench.Sizes {
+		builder := NewBuilder()
+		builder.Add(assign(b, "pod", "spec.x", "1"))
+		labels := make([]*Mutator, n)
+		for i := range labels {
+			labels[i] = assignMetadata(b, fmt.Sprintf("metadata.labels.l%d", i), "x")
+			builder.Add(labels[i])
+		}
+		edited := assignMetadata(b, fmt.Sprintf("metadata.labels.l%d", n/2), "y")
+		target := podTarget()
+		b.Run(fmt.Sprintf("items-%d", n), func(b *testing.B) {
+			i := 0
+			scalebench.PerItem(b, n, func() {
+				if i++; i%2 == 0 {
+					builder.Add(edited)
+				} else {
+					builder.Add(labels[n/2])
+				}
+				if got := builder.System().Candidates(target.GVK, OperationCreate); len(got) != n+1 {
+					b.Fatalf("%d candidates", len(got))
+				}
+			})
+		})
+	}
+}

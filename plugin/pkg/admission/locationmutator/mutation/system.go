@@ -35,18 +35,24 @@ import (
 var ErrNotConverging = errors.New("mutation not converging")
 
 // System runs a fixed set of mutators. It is immutable once built, so it is
-// safe for concurrent use.
+// safe for concurrent use: the candidate lists it merges on first use
+// (see candidates) are fixed by the trees it holds.
 type System struct {
 	// n is the number of mutators. The list of them is not kept: every
-	// one is in anyKind or in a list of byBinding, and a copy of it per
+	// one is in anyKind or in a list of byKind, and a copy of it per
 	// change would cost what the change does not.
 	n int
-	// byBinding holds, for every binding some applyTo names, the mutators
-	// that bind to it merged with the kind-independent ones, in run order.
-	byBinding map[Binding][]*Mutator
-	// anyKind are the mutators without applyTo (AssignMetadata), in run
-	// order; they are the candidates of every other binding.
-	anyKind         []*Mutator
+	// byKind holds, for every binding some applyTo names, its candidates:
+	// the mutators that bind to it merged with the kind-independent ones,
+	// in run order. It is keyed by kind name alone, each holding the
+	// group/versions of that name (nearly always one), so that a request
+	// hashes one short string.
+	byKind map[string][]kindLists
+	// anyKind holds the mutators without applyTo (AssignMetadata), in run
+	// order: the candidates of every other binding.
+	anyKind *candidates
+	// types holds, per slot key, the types the mutators imply there.
+	types           tree[*keyTypes]
 	needsNamespaces bool
 }
 
@@ -79,26 +85,49 @@ func (e *ConflictError) Error() string { return e.Reason }
 
 // ConflictsWith returns the schema conflicts m would have with the
 // mutators of s (one of m's kind and name aside, which m would replace),
-// sorted by reason. It compares m only with the mutators that share one of
+// sorted by reason. When no mutator of s implies a type other than m's for
+// a value m's location implies a type for, as for nearly every write, that
+// is all it looks up (one lookup per value, whatever the number of
+// mutators); otherwise it compares m with the mutators that share one of
 // its bindings.
 func (s *System) ConflictsWith(m *Mutator) []Conflict {
+	if !s.mayConflict(m) {
+		return nil
+	}
 	var (
 		out  []Conflict
 		seen = map[*Mutator]bool{}
 	)
 	for _, b := range m.bindings {
-		for _, o := range s.byBinding[b] {
-			if o.id == m.id || seen[o] {
-				continue
-			}
-			seen[o] = true
-			if c, ok := conflictBetween(m, o); ok {
-				out = append(out, c)
-			}
+		list := s.list(b.GVK, b.Operation)
+		if list == nil {
+			continue
 		}
+		list.bound.ascend(everything, func(o *Mutator) bool {
+			if o.id != m.id && !seen[o] {
+				seen[o] = true
+				if c, ok := conflictBetween(m, o); ok {
+					out = append(out, c)
+				}
+			}
+			return true
+		})
 	}
 	sortConflicts(out)
 	return out
+}
+
+// mayConflict reports whether some mutator of s implies a type other than
+// m's for a value m's location implies a type for. Without one, m
+// conflicts with none (see conflictBetween).
+func (s *System) mayConflict(m *Mutator) bool {
+	for _, slot := range m.slots {
+		kt, ok := s.types.first(func(kt *keyTypes) bool { return kt.key >= slot.key })
+		if ok && kt.key == slot.key && (len(kt.types) > 1 || kt.types[0] != slot.t) {
+			return true
+		}
+	}
+	return false
 }
 
 // runOrder is Gatekeeper's order: by kind, then by name (its IDs sort by
@@ -116,13 +145,21 @@ func (s *System) Len() int { return s.n }
 
 // Mutators returns the mutators in run order.
 func (s *System) Mutators() []*Mutator {
-	out := slices.Clone(s.anyKind)
+	out := s.anyKind.anyKind.appendTo(make([]*Mutator, 0, s.n))
 	seen := make(map[*Mutator]bool, s.n)
-	for _, list := range s.byBinding {
-		for _, m := range list {
-			if m.bindings != nil && !seen[m] {
-				seen[m] = true
-				out = append(out, m)
+	for _, kinds := range s.byKind {
+		for _, k := range kinds {
+			for _, list := range k.lists {
+				if list == nil {
+					continue
+				}
+				list.bound.ascend(everything, func(m *Mutator) bool {
+					if !seen[m] {
+						seen[m] = true
+						out = append(out, m)
+					}
+					return true
+				})
 			}
 		}
 	}
@@ -135,16 +172,52 @@ func (s *System) NeedsNamespaceLabels() bool { return s.needsNamespaces }
 
 // Candidates returns, in run order, the mutators that may apply to an
 // object of this kind on this operation; their match still has to be
-// tested. It is a map lookup and allocates nothing, so a request for a kind
-// no mutator names costs next to nothing however many mutators there are.
+// tested. It is a map lookup and allocates nothing once the list has been
+// merged (on the first call for it, see candidates), so a request for a
+// kind no mutator names costs next to nothing however many mutators there
+// are. The list is shared: callers must not change it.
 func (s *System) Candidates(gvk schema.GroupVersionKind, operation string) []*Mutator {
-	if operation != OperationCreate && operation != OperationUpdate {
+	if s.n == 0 || operation != OperationCreate && operation != OperationUpdate {
 		return nil
 	}
-	if list, ok := s.byBinding[Binding{GVK: gvk, Operation: operation}]; ok {
-		return list
+	return s.candidates(gvk, operation)
+}
+
+// candidates is Candidates of a supported operation; apart, so that
+// Candidates inlines, and a system without mutators costs a request no
+// call.
+func (s *System) candidates(gvk schema.GroupVersionKind, operation string) []*Mutator {
+	if list := s.list(gvk, operation); list != nil {
+		return list.get()
 	}
-	return s.anyKind
+	return s.anyKind.get()
+}
+
+// kindLists are the candidate lists of one group/version/kind, by
+// operation (see operationIndex); nil where no mutator binds to it.
+type kindLists struct {
+	gvk   schema.GroupVersionKind
+	lists [2]*candidates
+}
+
+// operationIndex is the index of a supported operation in
+// kindLists.lists.
+func operationIndex(operation string) int {
+	if operation == OperationUpdate {
+		return 1
+	}
+	return 0
+}
+
+// list returns the candidates of a binding, nil when no mutator binds to
+// it.
+func (s *System) list(gvk schema.GroupVersionKind, operation string) *candidates {
+	for _, k := range s.byKind[gvk.Kind] {
+		if k.gvk == gvk {
+			return k.lists[operationIndex(operation)]
+		}
+	}
+	return nil
 }
 
 // AnyMatches reports whether one of the candidates matches t.
