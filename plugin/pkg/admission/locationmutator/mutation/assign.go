@@ -64,13 +64,18 @@ func compileAssignField(f mutationsv1.AssignField, p *field.Path, listElement bo
 // valueFor is what the assignment writes into an object with that
 // metadata.
 func (a assignment) valueFor(md Metadata) any {
+	i := 0
 	switch a.fromMetadata {
 	case "namespace":
-		return md.Namespace
 	case "name":
-		return md.Name
+		i = 1
+	default:
+		return a.value
 	}
-	return a.value
+	if md.values == nil {
+		md = md.withValues()
+	}
+	return md.values[i]
 }
 
 // write sets the value unless it is there already. A null value is never

@@ -82,6 +82,8 @@ type Mutator struct {
 	// slots are the types the location implies, for the conflict check.
 	slots []schemaSlot
 	op    operation
+	// hints are the walker's, one per node.
+	hints []fieldHint
 }
 
 // operation is the part of a mutator its kind decides: what it writes at
@@ -358,6 +360,7 @@ func (m *Mutator) finishMatch(mt match.Match, errs field.ErrorList) (*Mutator, f
 	if errs = append(errs, mErrs...); len(errs) > 0 {
 		return nil, errs
 	}
+	m.hints = make([]fieldHint, len(m.nodes))
 	m.slots = m.schemaSlots()
 	return m, nil
 }

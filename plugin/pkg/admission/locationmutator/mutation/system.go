@@ -343,7 +343,7 @@ type pass struct {
 
 func runPass(candidates []*Mutator, obj mutable, t *match.Target) (pass, error) {
 	var p pass
-	md := Metadata{Namespace: t.Namespace, Name: t.Name}
+	md := Metadata{Namespace: t.Namespace, Name: t.Name}.withValues()
 	for i, m := range candidates {
 		ok, err := m.matcher.Matches(t)
 		if err != nil {

@@ -155,8 +155,8 @@ func (sc *typedScratch) newStruct(info *typeInfo, pointer bool) *structObject {
 	return sc.structs.put(structObject{v: p.Elem(), info: info, sc: sc, made: made})
 }
 
-func (o *structObject) field(name string) slot {
-	f, err := o.info.fieldOf(name)
+func (o *structObject) field(name string, hint *fieldHint) slot {
+	f, err := hint.fieldOf(o.info, name)
 	switch {
 	case err == errNoField:
 		return absentField{}
@@ -260,12 +260,8 @@ type typedMap struct {
 	sc   *typedScratch
 }
 
-func (o *typedMap) field(name string) slot {
-	key := reflect.ValueOf(name)
-	if kt := o.v.Type().Key(); kt != key.Type() {
-		key = key.Convert(kt)
-	}
-	return o.sc.entries.put(typedMapEntry{m: o.v, key: key, info: o.info.elemInfo()})
+func (o *typedMap) field(name string, hint *fieldHint) slot {
+	return o.sc.entries.put(typedMapEntry{m: o.v, key: hint.mapKey(o.info, name), info: o.info.elemInfo()})
 }
 
 // typedMapEntry is an entry of a typed map. Its values are written whole:
@@ -367,6 +363,10 @@ func (l *typedList) elemValue(j int) any {
 	return u
 }
 
+func (l *typedList) elemEqual(j int, v any) bool {
+	return typedEqual(l.v.Index(j), l.info.elemInfo(), v)
+}
+
 func (l *typedList) newElement(key string, value any) (object, error) {
 	var o *structObject
 	switch ei := l.info.elemInfo(); {
@@ -459,10 +459,11 @@ func (absentField) list() (list, bool)                { return absentList{}, tru
 func (absentField) holds(any) bool                    { return false }
 func (absentField) str() (string, bool)               { return "", false }
 func (absentField) set(any) (effect, error)           { return effect{wrote: true}, nil }
-func (absentObject) field(string) slot                { return absentField{} }
+func (absentObject) field(string, *fieldHint) slot    { return absentField{} }
 func (absentList) len() int                           { return 0 }
 func (absentList) elem(int) (object, bool)            { return nil, false }
 func (absentList) elemTypeName(int) string            { return "" }
+func (absentList) elemEqual(int, any) bool            { return false }
 func (absentList) elemValue(int) any                  { return nil }
 func (absentList) appendElement(object) (bool, error) { return false, nil }
 func (absentList) retain([]bool) effect               { return effect{} }
@@ -499,13 +500,14 @@ func (s unusableField) set(any) (effect, error)     { return effect{}, s.err }
 // wrong, and refused, once something is written into it.
 type misfitObject struct{}
 
-func (misfitObject) field(string) slot { return absentField{} }
+func (misfitObject) field(string, *fieldHint) slot { return absentField{} }
 
 type misfitList struct{ t reflect.Type }
 
 func (misfitList) len() int                { return 0 }
 func (misfitList) elem(int) (object, bool) { return nil, false }
 func (misfitList) elemTypeName(int) string { return "" }
+func (misfitList) elemEqual(int, any) bool { return false }
 func (misfitList) elemValue(int) any       { return nil }
 func (misfitList) retain([]bool) effect    { return effect{} }
 func (misfitList) newElement(string, any) (object, error) {

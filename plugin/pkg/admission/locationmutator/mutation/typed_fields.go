@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
@@ -108,6 +109,41 @@ func typeInfoOf(t reflect.Type) *typeInfo {
 	info.holders = [2]reflect.Type{holderType(t, false), holderType(t, true)}
 	v, _ := typeInfos.LoadOrStore(t, info)
 	return v.(*typeInfo)
+}
+
+// fieldHint keeps, for one node of a mutator's location, the type its name
+// was last looked up in and the answer (a struct's field, or a map's key
+// as a value of the key type), so that walking objects of that type again,
+// which is what requests do, skips the lookup by name.
+type fieldHint struct {
+	last atomic.Pointer[hintedField]
+}
+
+type hintedField struct {
+	in  *typeInfo
+	f   *jsonField
+	err error
+	key reflect.Value
+}
+
+// fieldOf is info.fieldOf(name), remembered.
+func (h *fieldHint) fieldOf(info *typeInfo, name string) (*jsonField, error) {
+	if l := h.last.Load(); l != nil && l.in == info {
+		return l.f, l.err
+	}
+	f, err := info.fieldOf(name)
+	h.last.Store(&hintedField{in: info, f: f, err: err})
+	return f, err
+}
+
+// mapKey is name as a key of the map type info describes, remembered.
+func (h *fieldHint) mapKey(info *typeInfo, name string) reflect.Value {
+	if l := h.last.Load(); l != nil && l.in == info {
+		return l.key
+	}
+	key := reflect.ValueOf(name).Convert(info.t.Key())
+	h.last.Store(&hintedField{in: info, key: key})
+	return key
 }
 
 // elemInfo is the info of the element type of a map, slice or pointer.

@@ -25,6 +25,15 @@ import (
 type Metadata struct {
 	Namespace string
 	Name      string
+	// values are Namespace and Name as the JSON values fromMetadata
+	// writes, made once per pass rather than by every write (withValues).
+	values *[2]any
+}
+
+// withValues returns md with its JSON values made.
+func (md Metadata) withValues() Metadata {
+	md.values = &[2]any{md.Namespace, md.Name}
+	return md
 }
 
 // Mutate applies m once to obj, an object in its unstructured form
@@ -69,7 +78,7 @@ type jsonObject struct {
 	sc *jsonScratch
 }
 
-func (o *jsonObject) field(name string) slot {
+func (o *jsonObject) field(name string, _ *fieldHint) slot {
 	v, ok := o.m[name]
 	return o.sc.slots.put(jsonSlot{parent: o.m, key: name, value: v, found: ok, sc: o.sc})
 }
@@ -156,6 +165,8 @@ func (l *jsonList) elem(j int) (object, bool) {
 func (l *jsonList) elemTypeName(j int) string { return jsonTypeName(l.items[j]) }
 
 func (l *jsonList) elemValue(j int) any { return l.items[j] }
+
+func (l *jsonList) elemEqual(j int, v any) bool { return jsonEqual(l.items[j], v) }
 
 func (l *jsonList) newElement(key string, value any) (object, error) {
 	return l.at.sc.object(map[string]any{key: value}), nil

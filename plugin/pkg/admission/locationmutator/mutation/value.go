@@ -263,18 +263,18 @@ func newValueSet(values []any) *valueSet {
 // would cost more than it saves.
 const linearMembersMax = 8
 
-// memberOf returns the member number of the value e is jsonEqual to, or -1.
-// buf is scratch space, returned for reuse.
-func (s *valueSet) memberOf(e any, buf []byte) (int, []byte) {
+// memberOf returns the member number of the value element j of l is
+// jsonEqual to, or -1. buf is scratch space, returned for reuse.
+func (s *valueSet) memberOf(l list, j int, buf []byte) (int, []byte) {
 	if len(s.values) <= linearMembersMax {
 		for i, v := range s.values {
-			if jsonEqual(e, v) {
+			if l.elemEqual(j, v) {
 				return s.member[i], buf
 			}
 		}
 		return -1, buf
 	}
-	buf, ok := appendJSONKey(buf[:0], e)
+	buf, ok := appendJSONKey(buf[:0], l.elemValue(j))
 	if !ok {
 		return -1, buf
 	}
@@ -298,7 +298,7 @@ func (s *valueSet) merge(l list) (effect, error) {
 	var buf []byte
 	for j := 0; j < l.len() && missing > 0; j++ {
 		var k int
-		if k, buf = s.memberOf(l.elemValue(j), buf); k >= 0 && !present[k] {
+		if k, buf = s.memberOf(l, j, buf); k >= 0 && !present[k] {
 			present[k] = true
 			missing--
 		}
@@ -327,7 +327,7 @@ func (s *valueSet) prune(l list) effect {
 	)
 	for j := 0; j < l.len(); j++ {
 		var k int
-		if k, buf = s.memberOf(l.elemValue(j), buf); k >= 0 {
+		if k, buf = s.memberOf(l, j, buf); k >= 0 {
 			if keep == nil {
 				keep = make([]bool, l.len())
 				for i := range j {

@@ -35,8 +35,9 @@ import (
 
 // object is an object of the value under mutation.
 type object interface {
-	// field returns the place of one of its members.
-	field(name string) slot
+	// field returns the place of one of its members. hint is the node's:
+	// an object may keep there where it found the name.
+	field(name string, hint *fieldHint) slot
 }
 
 // slot is the place of an object's member, which may hold a value or not.
@@ -71,8 +72,10 @@ type list interface {
 	elem(j int) (object, bool)
 	// elemTypeName names element j, for messages.
 	elemTypeName(j int) string
-	// elemValue returns element j as a JSON value, for comparing it.
+	// elemValue returns element j as a JSON value, for comparing it;
+	// elemEqual compares it with v without making that value.
 	elemValue(j int) any
+	elemEqual(j int, v any) bool
 	// newElement returns a new element object with only its key set; it
 	// becomes part of the list through appendElement.
 	newElement(key string, value any) (object, error)
@@ -136,7 +139,7 @@ func (m *Mutator) fail(err error) error {
 // walkObject applies nodes[i:] to o, node i being one of its members.
 func (m *Mutator) walkObject(o object, i int, md Metadata) (effect, error) {
 	n := m.nodes[i].(path.Object) // a list node only ever follows an object node
-	s := o.field(n.Reference)
+	s := o.field(n.Reference, &m.hints[i])
 	exists := s.exists()
 	if !m.allowed(i, exists) {
 		return effect{}, nil
@@ -209,7 +212,7 @@ func (m *Mutator) walkElements(l list, first int, sel *path.List, i int, md Meta
 		switch {
 		case !ok && sel == nil:
 			return e, m.mismatch(i+1, "list elements that are objects", l.elemTypeName(j))
-		case !ok || (sel != nil && !keyed(o, *sel)):
+		case !ok || (sel != nil && !keyed(o, *sel, &m.hints[i])):
 			continue
 		}
 		c, err := m.walkObject(o, i+1, md)
@@ -222,7 +225,9 @@ func (m *Mutator) walkElements(l list, first int, sel *path.List, i int, md Meta
 }
 
 // keyed reports whether an element's key field holds the selector's value.
-func keyed(o object, n path.List) bool { return o.field(n.KeyField).holds(n.KeyValue) }
+func keyed(o object, n path.List, hint *fieldHint) bool {
+	return o.field(n.KeyField, hint).holds(n.KeyValue)
+}
 
 // firstKeyed returns the index of the first element n selects, or -1.
 // Gatekeeper passes over elements that are not objects when it looks for a
@@ -238,7 +243,7 @@ func (m *Mutator) firstKeyed(l list, n path.List, i int, last bool) (int, error)
 			}
 			continue
 		}
-		if keyed(o, n) {
+		if keyed(o, n, &m.hints[i]) {
 			return j, nil
 		}
 	}
