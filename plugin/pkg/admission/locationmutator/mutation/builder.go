@@ -34,6 +34,8 @@ type Builder struct {
 	anyKind []*Mutator
 	// namespaceSelectors counts the mutators with a namespaceSelector.
 	namespaceSelectors int
+	// unenforced counts the mutators in Warn or Audit mode.
+	unenforced int
 
 	// merged are the candidate lists of the last System, reused for every
 	// binding not in dirty (all of them when anyDirty).
@@ -67,6 +69,9 @@ func (b *Builder) Add(m *Mutator) {
 	if m.matcher.NeedsNamespaceLabels() {
 		b.namespaceSelectors++
 	}
+	if !m.Enforced() {
+		b.unenforced++
+	}
 	if m.bindings == nil {
 		b.anyKind = insertRunOrder(b.anyKind, m)
 		b.anyDirty = true
@@ -87,6 +92,9 @@ func (b *Builder) Remove(id ID) {
 	delete(b.byID, id)
 	if m.matcher.NeedsNamespaceLabels() {
 		b.namespaceSelectors--
+	}
+	if !m.Enforced() {
+		b.unenforced--
 	}
 	if m.bindings == nil {
 		b.anyKind = deleteRunOrder(b.anyKind, m)
@@ -132,6 +140,7 @@ func (b *Builder) System() *System {
 		byBinding:       make(map[Binding][]*Mutator, len(b.merged)),
 		anyKind:         slices.Clone(b.anyKind),
 		needsNamespaces: b.namespaceSelectors > 0,
+		unenforced:      b.unenforced > 0,
 	}
 	for bind, list := range b.merged {
 		s.byBinding[bind] = list

@@ -82,6 +82,10 @@ type Mutator struct {
 	// slots are the types the location implies, for the conflict check.
 	slots []schemaSlot
 	op    operation
+
+	// mode is ModeAnnotation's value; only enforced mutators change
+	// objects, the others are tried on a copy and reported.
+	mode Mode
 }
 
 // operation is the part of a mutator its kind decides: what it writes at
@@ -109,6 +113,15 @@ func (m *Mutator) ID() ID { return m.id }
 // Generation returns the metadata.generation of the manifest or object the
 // mutator was decoded from.
 func (m *Mutator) Generation() int64 { return m.generation }
+
+// Mode returns the mutator's mode, ModeEnforce when the annotation is
+// absent.
+func (m *Mutator) Mode() Mode {
+	if m.mode == "" {
+		return ModeEnforce
+	}
+	return m.mode
+}
 
 // Location returns the parsed spec.location.
 func (m *Mutator) Location() path.Path { return m.location }

@@ -48,6 +48,8 @@ type System struct {
 	// order; they are the candidates of every other binding.
 	anyKind         []*Mutator
 	needsNamespaces bool
+	// unenforced says some mutator is in Warn or Audit mode.
+	unenforced bool
 }
 
 // NewSystem orders the mutators (by kind, then name) and indexes them by
