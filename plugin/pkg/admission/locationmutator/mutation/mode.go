@@ -102,7 +102,7 @@ const (
 // `set spec.containers[name: *].imagePullPolicy to "Always"`. It is bounded
 // in length whatever the mutator holds, for warnings and audit annotations.
 func (m *Mutator) Effect() string {
-	where := shorten(m.location.String(), maxEffectLocation)
+	where := Shorten(m.location.String(), maxEffectLocation)
 	switch op := m.op.(type) {
 	case assignOp:
 		return assignEffect(where, op.assignment)
@@ -151,11 +151,12 @@ func jsonShort(v any) string {
 	if err != nil {
 		return fmt.Sprintf("%v", v)
 	}
-	return shorten(string(data), maxEffectValue)
+	return Shorten(string(data), maxEffectValue)
 }
 
-// shorten cuts s to at most n bytes, on a rune boundary, marking the cut.
-func shorten(s string, n int) string {
+// Shorten cuts s to at most n bytes, on a rune boundary, marking the
+// cut, so that what a report quotes from a mutator or an error stays short.
+func Shorten(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -184,8 +184,8 @@ func TestShorten(t *testing.T) {
 		{"0123456789a", 10, "0123456..."},
 		{"ééééé", 7, "éé..."}, // never half a rune
 	} {
-		if got := shorten(tc.s, tc.n); got != tc.want || len(got) > tc.n {
-			t.Errorf("shorten(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		if got := Shorten(tc.s, tc.n); got != tc.want || len(got) > tc.n {
+			t.Errorf("Shorten(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
 		}
 	}
 }
