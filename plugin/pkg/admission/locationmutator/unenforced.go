@@ -23,6 +23,8 @@ import (
 	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/warning"
@@ -163,7 +165,12 @@ func (p *Plugin) try(a admission.Attributes, o admission.ObjectInterfaces, origi
 	for _, m := range tried {
 		together := slices.DeleteFunc(slices.Clone(candidates), func(c *mutation.Mutator) bool { return c != m && !c.Enforced() })
 		obj := original.DeepCopyObject()
+		// sent's labels may be the request object's own map, which the
+		// enforced mutators have changed since: the trial reads its copy's.
 		t := *sent
+		if accessor, err := meta.Accessor(obj); err == nil {
+			t.Labels = labels.Set(accessor.GetLabels())
+		}
 		if _, err := p.apply(trialAttributes{a}, o, obj, together, &t); err != nil {
 			out = append(out, trial{mutator: m, err: err})
 			continue

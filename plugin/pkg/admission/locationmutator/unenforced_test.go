@@ -175,14 +175,9 @@ func TestUnenforcedMutators(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			got := sent.DeepCopy()
-			if u, ok := obj.(interface{ UnstructuredContent() map[string]any }); ok {
-				got = &corev1.Pod{}
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), got); err != nil {
-					t.Fatal(err)
-				}
-			} else {
-				got = obj.(*corev1.Pod)
+			got, typed := obj.(*corev1.Pod)
+			if !typed {
+				got = asPod(t, obj)
 			}
 			want := sent.DeepCopy()
 			if tc.want != nil {
