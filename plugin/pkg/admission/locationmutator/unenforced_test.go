@@ -420,3 +420,29 @@ func TestUnenforcedInternalObject(t *testing.T) {
 		t.Errorf("%s = %q, want %q", UnenforcedAnnotationKey, a.annotations[UnenforcedAnnotationKey], want)
 	}
 }
+
+// BenchmarkAdmitUnenforced is the price of a trial: a pod the enforced
+// always-pull changes, with a Warn mutator that matches it (a trial per
+// request) and one that does not (none).
+func BenchmarkAdmitUnenforced(b *testing.B) {
+	o := admission.NewObjectInterfacesFromScheme(testScheme(b))
+	for _, bc := range []struct {
+		name     string
+		mutators []string
+	}{
+		{"enforced only", []string{pullAlways}},
+		{"a Warn mutator matching", []string{pullAlways, inMode(ownerLabel, mutation.ModeWarn)}},
+		{"a Warn mutator not matching", []string{pullAlways, inMode(strings.Replace(ownerLabel, "kinds: [Pod]", "kinds: [Service]", 1), mutation.ModeWarn)}},
+	} {
+		p := newTestPlugin(b, config(bc.mutators...))
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				pod := threeContainerPod()
+				if err := p.Admit(context.Background(), attrs(pod, podGVK, podGVR, "prod", "web", admission.Create, ""), o); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
