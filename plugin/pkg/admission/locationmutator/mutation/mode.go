@@ -149,7 +149,7 @@ func assignEffect(where string, a assignment) string {
 func jsonShort(v any) string {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Sprintf("%v", v)
+		return Shorten(fmt.Sprintf("%v", v), maxEffectValue)
 	}
 	return Shorten(string(data), maxEffectValue)
 }
