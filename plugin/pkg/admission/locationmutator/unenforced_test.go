@@ -449,3 +449,81 @@ func BenchmarkAdmitUnenforced(b *testing.B) {
 		})
 	}
 }
+
+// fuzzMutators are the mutators FuzzUnenforcedChangesNothing puts in
+// random modes: one that adds a label others select, one selecting it,
+// one that refuses the pod, and one of every other kind.
+var fuzzMutators = []string{
+	pullAlways,
+	ownerLabel,
+	pullForOwned,
+	stringPort,
+	`apiVersion: mutations.gatekeeper.sh/v1
+kind: ModifySet
+metadata: {name: verbose}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: "spec.containers[name:*].args"
+  parameters: {values: {fromList: ["-v=4"]}}`,
+	`apiVersion: mutations.gatekeeper.sh/v1alpha1
+kind: AssignImage
+metadata: {name: mirror}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: "spec.containers[name:*].image"
+  parameters: {assignDomain: mirror.example.com}`,
+}
+
+// FuzzUnenforcedChangesNothing checks that mutators in Warn or Audit mode
+// never change what admission does: a plugin with them admits the same
+// object, or refuses it with the same error, as one with the enforced
+// mutators alone.
+func FuzzUnenforcedChangesNothing(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 0, 0}, true, false)
+	f.Add([]byte{1, 0, 2, 0, 1, 2}, false, false)
+	f.Add([]byte{0, 0, 1, 1, 0, 0}, true, true)
+	f.Add([]byte{2, 1, 1, 0, 1, 1}, false, true)
+	modes := []mutation.Mode{mutation.ModeEnforce, mutation.ModeWarn, mutation.ModeAudit, ""}
+	o := admission.NewObjectInterfacesFromScheme(testScheme(f))
+	f.Fuzz(func(t *testing.T, choice []byte, withProxy, unstructured bool) {
+		var all, enforcedOnly []string
+		for i, m := range fuzzMutators {
+			var c byte
+			if i < len(choice) {
+				c = choice[i]
+			}
+			switch mode := modes[int(c)%len(modes)]; mode {
+			case "": // left out
+			case mutation.ModeEnforce:
+				all = append(all, m)
+				enforcedOnly = append(enforcedOnly, m)
+			default:
+				all = append(all, inMode(m, mode))
+			}
+		}
+		admit := func(mutators []string) (runtime.Object, error) {
+			pod := threeContainerPod()
+			if !withProxy {
+				pod.Spec.Containers = pod.Spec.Containers[:1]
+			}
+			var obj runtime.Object = pod
+			if unstructured {
+				obj = asUnstructured(t, pod)
+			}
+			p := newTestPlugin(t, config(mutators...))
+			err := p.Admit(context.Background(), attrs(obj, podGVK, podGVR, "prod", "web", admission.Create, ""), o)
+			return obj, err
+		}
+		if len(all) == 0 {
+			return
+		}
+		got, gotErr := admit(all)
+		want, wantErr := admit(enforcedOnly)
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("with unenforced mutators: error %v, with the enforced ones alone: %v", gotErr, wantErr)
+		}
+		if !apiequality.Semantic.DeepEqual(got, want) {
+			t.Fatalf("with unenforced mutators the object differs (-enforced only +with them):\n%s", cmp.Diff(want, got))
+		}
+	})
+}
