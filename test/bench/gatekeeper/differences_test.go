@@ -91,6 +91,15 @@ spec: {applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}], location: '` + l
 			after:    `{spec: {containers: [{name: app, image: nginx, securityContext: {capabilities: {}}}]}}`,
 		},
 		{
+			// README.md, "Trying a mutator before enforcing it": the mode
+			// annotation means nothing to Gatekeeper.
+			name: "a mutator annotated Warn is enforced",
+			mutators: []string{strings.Replace(podAssign("a", "spec.containers[name: *].imagePullPolicy", "{assign: {value: Always}}"),
+				"metadata: {name: a}", "metadata: {name: a, annotations: {locationmutator.admission.admitkit.io/mode: Warn}}", 1)},
+			before: `{spec: {containers: [{name: app, image: nginx}]}}`,
+			after:  `{spec: {containers: [{name: app, image: nginx, imagePullPolicy: Always}]}}`,
+		},
+		{
 			name:     "a merge of nothing creates a list element",
 			mutators: []string{podModifySet("a", "spec.containers[name: sidecar].args", "{operation: merge, values: {fromList: []}}")},
 			before:   `{spec: {containers: [{name: app, image: nginx}]}}`,

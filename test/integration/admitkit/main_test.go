@@ -87,7 +87,8 @@ func run(m *testing.M) int {
 }
 
 // serverConfig is the one server of this package: an audit log of the
-// pod creates podpreset_modes_test.go makes, two nodes, the
+// pod creates podpreset_modes_test.go and locationmutator_modes_test.go
+// make, two nodes, the
 // NodeRestriction allowances of noderestriction_test.go and the node daemon
 // of nodedaemons_test.go, the mutators of
 // locationmutator_test.go, scoped to namespaces named lm-* so that they
@@ -104,7 +105,8 @@ func serverConfig() framework.Config {
 }
 
 // auditPolicy logs, at level Metadata (which carries admission plugins'
-// audit annotations), only the pod creates of podpreset_modes_test.go:
+// audit annotations), only the pod creates of podpreset_modes_test.go and
+// locationmutator_modes_test.go:
 // every other request goes unlogged, so that the timings other tests take
 // do not include writing the audit log.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
@@ -112,7 +114,7 @@ kind: Policy
 omitStages: [RequestReceived]
 rules:
 - level: Metadata
-  namespaces: [` + modesNamespace + `]
+  namespaces: [` + modesNamespace + `, ` + lmModesNamespace + `]
   verbs: [create]
   resources: [{group: "", resources: [pods]}]
 - level: None
@@ -171,6 +173,7 @@ var admissionConfig = framework.AdmissionConfiguration(framework.NodeRestriction
           assign: {value: TCP}
 `+loadMutators+`    mutatorFiles: ["$DATA_DIR/mutators.yaml"]
     watchMutators: true
+    mutationAnnotations: true
 `))
 
 // mutatorFile holds a Gatekeeper manifest as Gatekeeper users write it.

@@ -27,6 +27,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -264,6 +265,9 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 		return admission.NewForbidden(a, fmt.Errorf("%s: not yet ready to handle request", PluginName))
 	}
 	target := p.target(a, accessor)
+	if system.HasUnenforced() && slices.ContainsFunc(candidates, isUnenforced) {
+		return p.admitTrying(ctx, a, o, obj, candidates, &target)
+	}
 	matched, err := mutation.AnyMatches(candidates, &target)
 	if err != nil {
 		return refuse(a, err)
@@ -303,8 +307,16 @@ func (p *Plugin) target(a admission.Attributes, accessor metav1.Object) match.Ta
 // changed it, annotates and records it.
 func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) error {
 	res, err := p.apply(a, o, obj, candidates, target)
-	if err != nil || !res.Mutated() {
+	if err != nil {
 		return err
+	}
+	return p.recordMutated(a, obj, res, candidates)
+}
+
+// recordMutated annotates and records an object the candidates changed.
+func (p *Plugin) recordMutated(a admission.Attributes, obj runtime.Object, res mutation.Result, candidates []*mutation.Mutator) error {
+	if !res.Mutated() {
+		return nil
 	}
 	if p.mutationAnnotations {
 		if err := annotateMutations(obj, res, candidates); err != nil {
@@ -356,7 +368,9 @@ func notSynced(a admission.Attributes) error {
 
 // refuse turns an error of the mutators into the request's refusal.
 func refuse(a admission.Attributes, err error) error {
-	recordRefusal(err)
+	if _, trial := a.(trialAttributes); !trial {
+		recordRefusal(err)
+	}
 	return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
 }
 

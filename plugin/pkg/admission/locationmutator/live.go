@@ -200,9 +200,10 @@ func (s *liveSource) take(key objectKey) (decoded *liveMutator, removed bool) {
 		}
 		return nil, old != nil
 	}
-	if old != nil && old.uid == u.GetUID() && old.generation == u.GetGeneration() {
+	if old != nil && old.uid == u.GetUID() && old.generation == u.GetGeneration() && sameMode(old, u) {
 		// A change of status or metadata alone (the status writes of
-		// every server among them) changes nothing here.
+		// every server among them) changes nothing here, but for the
+		// mode annotation, which does not bump the generation.
 		old.object = u
 		return nil, false
 	}
@@ -215,6 +216,12 @@ func (s *liveSource) take(key objectKey) (decoded *liveMutator, removed bool) {
 	s.byKey[key] = lm
 	s.resolver.put(lm)
 	return lm, removed
+}
+
+// sameMode reports whether u has the mode annotation lm was decoded with.
+func sameMode(lm *liveMutator, u *unstructured.Unstructured) bool {
+	mode, hasMode := u.GetAnnotations()[mutation.ModeAnnotation]
+	return lm.mode == mode && lm.hasMode == hasMode
 }
 
 func (s *liveSource) forget(key objectKey, lm *liveMutator) {
@@ -234,6 +241,7 @@ func decodeObject(u *unstructured.Unstructured) *liveMutator {
 		id:         mutation.ID{Kind: u.GetKind(), Name: u.GetName()},
 		object:     u,
 	}
+	lm.mode, lm.hasMode = u.GetAnnotations()[mutation.ModeAnnotation]
 	start := time.Now()
 	defer func() { lm.took = max(time.Since(start), time.Nanosecond) }()
 	data, err := json.Marshal(u.Object)

@@ -95,6 +95,14 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	unenforcedChanges = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      metricsNamespace,
+		Subsystem:      metricsSubsystem,
+		Name:           "unenforced_changes_total",
+		Help:           "Number of times a mutator in Warn or Audit mode would have changed (or refused) the object of a create or update request, by mode.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"mode"})
+
 	registerOnce sync.Once
 )
 
@@ -102,7 +110,7 @@ var (
 // /metrics; the first caller registers them.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(mutatorsGauge, ingestions, ingestionDuration, convergencePasses, objectsMutated, notConvergedRefusals, notSyncedRefusals)
+		legacyregistry.MustRegister(mutatorsGauge, ingestions, ingestionDuration, convergencePasses, objectsMutated, notConvergedRefusals, notSyncedRefusals, unenforcedChanges)
 		// The API source is exported at zero until it has mutators.
 		for _, state := range []string{stateEnforced, stateError, stateConflict} {
 			mutatorsGauge.WithLabelValues(sourceAPI, state).Set(0)

@@ -33,6 +33,9 @@ const (
 	errorTypeInvalid    = "Invalid"
 	errorTypeConflict   = "Conflict"
 	errorTypeOverridden = "OverriddenByConfiguration"
+	// errorTypeMode is not an error: the mutator is in Warn or Audit mode,
+	// which Gatekeeper's status has no field for.
+	errorTypeMode = "Mode"
 )
 
 // outcome is what one server decided about one generation of a mutator
@@ -43,6 +46,9 @@ type outcome struct {
 	enforced   bool
 	errorType  string
 	message    string
+	// mode is the mode of an enforced mutator: the resolver lets it run,
+	// and it changes objects only in ModeEnforce.
+	mode mutation.Mode
 }
 
 // state is the outcome as the metrics count it.
@@ -65,6 +71,10 @@ type liveMutator struct {
 	mutator    *mutation.Mutator // nil when the object is invalid
 	invalid    string
 	took       time.Duration // to decode and validate
+	// mode is the object's mode annotation as written, hasMode whether it
+	// has one: a change of it alone does not bump the generation.
+	mode    string
+	hasMode bool
 
 	// Where it came from, for its status and events: the object is the
 	// informer's latest copy.
@@ -266,7 +276,7 @@ func (r *resolver) decide(lm *liveMutator) outcome {
 			}
 		}
 		if first == nil {
-			o.enforced = true
+			o.enforced, o.mode = true, lm.mutator.Mode()
 			return o
 		}
 		o.errorType, o.message = errorTypeConflict, notEnforcedMessage(first.id, lm.neighbours[first])

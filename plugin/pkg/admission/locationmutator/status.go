@@ -34,6 +34,7 @@ import (
 	"k8s.io/klog/v2"
 
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
 
 // statusWriter keeps this server's entry in status.byPod of every mutator
@@ -151,8 +152,12 @@ func withEntry(obj *unstructured.Unstructured, id string, o outcome) (*unstructu
 		Enforced:           o.enforced,
 		ObservedGeneration: o.generation,
 	}
-	if !o.enforced {
+	switch {
+	case !o.enforced:
 		want.Errors = []mutationsv1.MutatorError{{Type: o.errorType, Message: o.message}}
+	case o.mode != mutation.ModeEnforce && o.mode != "":
+		want.Enforced = false
+		want.Errors = []mutationsv1.MutatorError{{Type: errorTypeMode, Message: modeMessage(o.mode)}}
 	}
 	i := slices.IndexFunc(status.ByPod, func(e mutationsv1.MutatorPodStatus) bool { return e.ID == id })
 	switch {
@@ -170,4 +175,14 @@ func withEntry(obj *unstructured.Unstructured, id string, o outcome) (*unstructu
 	updated := obj.DeepCopy()
 	updated.Object["status"] = raw
 	return updated, true, nil
+}
+
+// modeMessage says, in a status entry, that a mutator in Warn or Audit mode
+// changes nothing and where what it would change is reported.
+func modeMessage(mode mutation.Mode) string {
+	where := "the audit log"
+	if mode == mutation.ModeWarn {
+		where = "admission warnings and the audit log"
+	}
+	return fmt.Sprintf("mode %s: not enforced, changes are reported only, in %s", mode, where)
 }

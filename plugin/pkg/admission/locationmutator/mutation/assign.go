@@ -92,6 +92,13 @@ func (a assignment) write(m *Mutator, s slot, exists bool, md Metadata) (effect,
 	return e, nil
 }
 
+func (a assignment) summary(where string) string {
+	if a.fromMetadata != "" {
+		return fmt.Sprintf("set %s to the object's %s", where, a.fromMetadata)
+	}
+	return fmt.Sprintf("set %s to %s", where, jsonShort(a.value))
+}
+
 // assignOp is an Assign's operation: any value, anywhere but metadata,
 // including a whole keyed list element.
 type assignOp struct{ assignment }

@@ -17,6 +17,7 @@ package mutation
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -46,6 +47,16 @@ func (a assignImageOp) image(current string) string {
 		img.tag = a.parts.tag
 	}
 	return img.String()
+}
+
+func (a assignImageOp) summary(where string) string {
+	var parts []string
+	for _, p := range []struct{ name, v string }{{"domain", a.parts.domain}, {"path", a.parts.path}, {"tag", a.parts.tag}} {
+		if p.v != "" {
+			parts = append(parts, p.name+" "+jsonShort(p.v))
+		}
+	}
+	return fmt.Sprintf("set the image at %s to %s", where, strings.Join(parts, ", "))
 }
 
 func (a assignImageOp) write(m *Mutator, s slot, exists bool, _ Metadata) (effect, error) {

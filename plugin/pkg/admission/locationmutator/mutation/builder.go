@@ -46,6 +46,8 @@ type Builder struct {
 	// those do (see System.ConflictsWith).
 	implied map[string]map[impliedType]int
 	types   tree[*keyTypes]
+	// unenforced counts the mutators in Warn or Audit mode.
+	unenforced int
 
 	// last is the System of the mutators now, once made; previous is the
 	// last one made, whose unchanged candidate lists the next one takes.
@@ -75,6 +77,9 @@ func (b *Builder) Add(m *Mutator) {
 	if m.matcher.NeedsNamespaceLabels() {
 		b.namespaceSelectors++
 	}
+	if !m.Enforced() {
+		b.unenforced++
+	}
 	if m.bindings == nil {
 		b.anyKind = b.anyKind.insert(m, runOrder)
 	}
@@ -103,6 +108,9 @@ func (b *Builder) Remove(id ID) {
 	delete(b.byID, id)
 	if m.matcher.NeedsNamespaceLabels() {
 		b.namespaceSelectors--
+	}
+	if !m.Enforced() {
+		b.unenforced--
 	}
 	if m.bindings == nil {
 		b.anyKind, _ = b.anyKind.remove(m, runOrder)
@@ -158,6 +166,7 @@ func (b *Builder) System() *System {
 		types:           b.types,
 		byKind:          make(map[string][]kindLists, len(b.bound)),
 		needsNamespaces: b.namespaceSelectors > 0,
+		unenforced:      b.unenforced > 0,
 	}
 	// A list is the one of the System before when its trees are: a tree
 	// that changed has a new root.

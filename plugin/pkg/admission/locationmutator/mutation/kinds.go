@@ -17,6 +17,7 @@ limitations under the License.
 package mutation
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -80,6 +81,7 @@ func decodeAs[T any](build func(*T) (*Mutator, field.ErrorList)) func([]byte) (*
 			return nil, nil, err
 		}
 		m, errs := build(&obj)
+		m, errs = withMode(m, any(&obj).(metav1.Object), errs)
 		return m, errs, nil
 	}
 }

@@ -17,6 +17,7 @@ package mutation
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -31,6 +32,22 @@ type modifySetOp struct {
 }
 
 func (modifySetOp) endType() impliedType { return impliedType{kind: "set"} }
+
+func (o modifySetOp) summary(where string) string {
+	all := o.values.values
+	shown := all[:min(len(all), maxEffectValues)]
+	parts := make([]string, len(shown), len(shown)+1)
+	for i, v := range shown {
+		parts[i] = jsonShort(v)
+	}
+	if hidden := len(all) - len(shown); hidden > 0 {
+		parts = append(parts, fmt.Sprintf("%d more", hidden))
+	}
+	if o.prune {
+		return fmt.Sprintf("remove %s from the list at %s", strings.Join(parts, ", "), where)
+	}
+	return fmt.Sprintf("add %s to the list at %s", strings.Join(parts, ", "), where)
+}
 
 func (o modifySetOp) write(m *Mutator, s slot, exists bool, _ Metadata) (effect, error) {
 	if !exists && (o.prune || len(o.values.values) == 0) {

@@ -84,6 +84,10 @@ type Mutator struct {
 	op    operation
 	// hints are the walker's, one per node.
 	hints []fieldHint
+
+	// mode is ModeAnnotation's value; only enforced mutators change
+	// objects, the others are tried on a copy and reported.
+	mode Mode
 }
 
 // operation is the part of a mutator its kind decides: what it writes at
@@ -96,6 +100,9 @@ type operation interface {
 	write(m *Mutator, s slot, exists bool, md Metadata) (effect, error)
 	// endType is the type the kind implies for the value it writes.
 	endType() impliedType
+	// summary says in a few words, bounded in length, what it does at
+	// where: `set <where> to "Always"` (Effect).
+	summary(where string) string
 }
 
 // elementWriter is an operation that may replace a whole list element: a
@@ -111,6 +118,15 @@ func (m *Mutator) ID() ID { return m.id }
 // Generation returns the metadata.generation of the manifest or object the
 // mutator was decoded from.
 func (m *Mutator) Generation() int64 { return m.generation }
+
+// Mode returns the mutator's mode, ModeEnforce when the annotation is
+// absent.
+func (m *Mutator) Mode() Mode {
+	if m.mode == "" {
+		return ModeEnforce
+	}
+	return m.mode
+}
 
 // Location returns the parsed spec.location.
 func (m *Mutator) Location() path.Path { return m.location }

@@ -54,6 +54,8 @@ type System struct {
 	// types holds, per slot key, the types the mutators imply there.
 	types           tree[*keyTypes]
 	needsNamespaces bool
+	// unenforced says some mutator is in Warn or Audit mode.
+	unenforced bool
 }
 
 // NewSystem orders the mutators (by kind, then name) and indexes them by
