@@ -150,7 +150,7 @@ func TestGatekeeperDifferences(t *testing.T) {
 			t.Run("typed", func(t *testing.T) {
 				pod := podFromYAML(t, tc.before)
 				if _, err := MutateTyped(candidates, pod, podTarget()); err != nil {
-					t.Fatal(err) // ErrTypedUnsupported too: the typed path must run
+					t.Fatal(err)
 				}
 				got, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pod)
 				if err != nil {

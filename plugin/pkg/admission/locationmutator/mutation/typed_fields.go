@@ -301,7 +301,7 @@ func fromUnstructuredValue(u any, t reflect.Type) (reflect.Value, error) {
 }
 
 // presentInUnstructured reports whether the unstructured form of a field
-// holding v has a non-null value there, which is what the map walker calls
+// holding v has a non-null value there, which is what the walker calls
 // existing. A struct is always written; a nil pointer, slice or map is
 // null; an empty value with omitempty is left out. Only for types without
 // a form of their own.

@@ -39,11 +39,12 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
 
-// The typed walker must do exactly what the map walker does on the
-// object's unstructured form. The generators below build mutators from the
-// names of real Pod and Deployment fields (and a few wrong ones), so that
-// most of them fit the types and run typed, while the rest exercise the
-// fallback.
+// On a typed object the walker must do what it does on the object's
+// unstructured form decoded back after every mutator (decodedEachTime).
+// The generators below build mutators from the names of real Pod and
+// Deployment fields (and a few wrong ones), so that most of them fit the
+// types, while the rest exercise fields the type lacks and values it
+// cannot hold.
 
 var (
 	deployGVK    = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
