@@ -138,7 +138,11 @@ func (m *Mutator) fail(err error) error {
 
 // walkObject applies nodes[i:] to o, node i being one of its members.
 func (m *Mutator) walkObject(o object, i int, md Metadata) (effect, error) {
-	n := m.nodes[i].(path.Object) // a list node only ever follows an object node
+	n, ok := m.nodes[i].(path.Object)
+	if !ok {
+		// The parser never puts a list node first or after another one.
+		return effect{}, m.fail(fmt.Errorf("%s selects list elements where an object's field is expected", prefixString(m.location, i)))
+	}
 	s := o.field(n.Reference, &m.hints[i])
 	exists := s.exists()
 	if !m.allowed(i, exists) {
