@@ -27,13 +27,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/klog/v2"
 
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/warnlimit"
 )
 
 // UnenforcedAnnotationKey is the audit annotation that records, for every
@@ -41,16 +41,10 @@ import (
 // object of the request.
 const UnenforcedAnnotationKey = "locationmutator.admission.admitkit.io/unenforced-mutations"
 
-// Bounds on what a client is sent, the same as PodPreset's: an object many
-// mutators in Warn mode would change must not get a response header of
-// unbounded size. The audit annotation has every mutator.
-const (
-	maxWarnings = 5
-	// maxRefusalLength bounds the refusal a trial reports, in warnings and
-	// in the audit annotation alike; a mutator's own effect is bounded by
-	// mutation.Mutator.Effect.
-	maxRefusalLength = 300
-)
+// maxRefusalLength bounds the refusal a trial reports, in warnings and in
+// the audit annotation alike; a mutator's own effect is bounded by
+// mutation.Mutator.Effect, and the number of warnings by warnlimit.
+const maxRefusalLength = 300
 
 // reportedKey is where, in the request's reinvocation context, the plugin
 // notes that it has reported its mutators in Warn or Audit mode: an audit
@@ -194,21 +188,16 @@ func (p *Plugin) report(ctx context.Context, a admission.Attributes, t *match.Ta
 	}
 	ref := objectRef(t)
 	entries := make([]string, len(trials))
-	warned := 0
+	warnings := warnlimit.New(ctx, fmt.Sprintf("more mutators in Warn mode would change %s: the audit log lists them", ref))
 	for i, tr := range trials {
 		mode := tr.mutator.Mode()
 		unenforcedChanges.WithLabelValues(string(mode)).Inc()
 		id := tr.mutator.ID()
 		entries[i] = fmt.Sprintf("%s (%s) %s", id, mode, tr.describe(""))
-		if mode != mutation.ModeWarn {
-			continue
-		}
-		warned++
-		switch {
-		case warned <= maxWarnings:
-			warning.AddWarning(ctx, "", fmt.Sprintf("%s %q is in Warn mode; enforced, it %s", id.Kind, id.Name, tr.describe(ref)))
-		case warned == maxWarnings+1:
-			warning.AddWarning(ctx, "", fmt.Sprintf("more mutators in Warn mode would change %s: the audit log lists them", ref))
+		if mode == mutation.ModeWarn {
+			warnings.Add(func() string {
+				return fmt.Sprintf("%s %q is in Warn mode; enforced, it %s", id.Kind, id.Name, tr.describe(ref))
+			})
 		}
 	}
 	value := strings.Join(entries, "; ")

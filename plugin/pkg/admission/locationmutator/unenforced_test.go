@@ -37,6 +37,7 @@ import (
 
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/warnlimit"
 )
 
 // inMode puts the mode annotation on a manifest whose metadata is written
@@ -235,8 +236,8 @@ func TestUnenforcedBounds(t *testing.T) {
 	if err := p.Admit(warning.WithWarningRecorder(context.Background(), warnings), a, admission.NewObjectInterfacesFromScheme(testScheme(t))); err != nil {
 		t.Fatal(err)
 	}
-	if len(warnings.seen) != maxWarnings+1 || warnings.seen[maxWarnings] != "more mutators in Warn mode would change Pod prod/web: the audit log lists them" {
-		t.Fatalf("warnings %q, want %d and one pointing at the audit log", warnings.seen, maxWarnings)
+	if len(warnings.seen) != warnlimit.Max+1 || warnings.seen[warnlimit.Max] != "more mutators in Warn mode would change Pod prod/web: the audit log lists them" {
+		t.Fatalf("warnings %q, want %d and one pointing at the audit log", warnings.seen, warnlimit.Max)
 	}
 	for _, w := range warnings.seen {
 		if len(w) > 300 {

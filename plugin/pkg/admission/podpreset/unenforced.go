@@ -26,10 +26,10 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/klog/v2"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/warnlimit"
 )
 
 // UnenforcedAnnotationKey is the audit annotation that records, for every
@@ -37,13 +37,9 @@ import (
 // have done to the pod.
 const UnenforcedAnnotationKey = "podpreset.admission.admitkit.io/unenforced-presets"
 
-// Bounds on what a client is sent: a pod selected by many presets in Warn
-// mode must not get a response header of unbounded size. The audit
-// annotation has every preset and every change.
-const (
-	maxWarnings       = 5
-	maxWarningChanges = 8
-)
+// maxWarningChanges bounds the changes one warning lists (warnlimit bounds
+// the warnings): the audit annotation has every preset and every change.
+const maxWarningChanges = 8
 
 // mode is the preset's spec.mode, with unset meaning Enforce.
 func (p *preset) mode() settingsv1alpha1.Mode {
@@ -171,20 +167,15 @@ func reportUnenforced(ctx context.Context, a admission.Attributes, podMeta metav
 	}
 	ref := podRef(a.GetNamespace(), podMeta)
 	entries := make([]string, len(outcomes))
-	warned := 0
+	warnings := warnlimit.New(ctx, fmt.Sprintf("more presets in Warn mode would change pod %s: the audit log lists them", ref.Name))
 	for i, u := range outcomes {
 		mode := u.preset.mode()
 		unenforcedChanges.WithLabelValues(string(mode)).Inc()
 		entries[i] = fmt.Sprintf("%s (%s) %s", u.preset, mode, u.describe(0))
-		if mode != settingsv1alpha1.ModeWarn {
-			continue
-		}
-		warned++
-		switch {
-		case warned <= maxWarnings:
-			warning.AddWarning(ctx, "", fmt.Sprintf("%s is in Warn mode; enforced, it %s in pod %s", u.preset, u.describe(maxWarningChanges), ref.Name))
-		case warned == maxWarnings+1:
-			warning.AddWarning(ctx, "", fmt.Sprintf("more presets in Warn mode would change pod %s: the audit log lists them", ref.Name))
+		if mode == settingsv1alpha1.ModeWarn {
+			warnings.Add(func() string {
+				return fmt.Sprintf("%s is in Warn mode; enforced, it %s in pod %s", u.preset, u.describe(maxWarningChanges), ref.Name)
+			})
 		}
 	}
 	value := strings.Join(entries, "; ")

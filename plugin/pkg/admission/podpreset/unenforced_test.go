@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/warnlimit"
 )
 
 // withMode returns a copy of a PodPreset or ClusterPodPreset fixture in
@@ -173,7 +174,7 @@ func TestUnenforcedWarningsAreBounded(t *testing.T) {
 	for i := range 20 {
 		manyEnv = append(manyEnv, fmt.Sprintf("VAR%02d", i), "1")
 	}
-	for i := range maxWarnings + 2 {
+	for i := range warnlimit.Max + 2 {
 		presets = append(presets, withMode(settingsv1alpha1.ModeWarn, podPreset(fmt.Sprintf("p%d", i), securityS2, settingsv1alpha1.PodPresetSpec{Env: env(manyEnv...)})))
 	}
 	p, _ := newTestPlugin(t, presets...)
@@ -182,19 +183,19 @@ func TestUnenforcedWarningsAreBounded(t *testing.T) {
 	if err := admitPod(t, p, testPod(), func(o *admitOptions) { o.ctx, o.audit = ctx, annotations }); err != nil {
 		t.Fatal(err)
 	}
-	if len(*warnings) != maxWarnings+1 {
-		t.Fatalf("%d warnings, want %d: %q", len(*warnings), maxWarnings+1, *warnings)
+	if len(*warnings) != warnlimit.Max+1 {
+		t.Fatalf("%d warnings, want %d: %q", len(*warnings), warnlimit.Max+1, *warnings)
 	}
 	// Each preset would set 20 variables in each of two containers.
 	if w := (*warnings)[0]; !strings.Contains(w, fmt.Sprintf("and %d more", 40-maxWarningChanges)) {
 		t.Errorf("first warning %q does not fold what is over %d changes", w, maxWarningChanges)
 	}
-	if w := (*warnings)[maxWarnings]; !strings.Contains(w, "the audit log lists them") {
+	if w := (*warnings)[warnlimit.Max]; !strings.Contains(w, "the audit log lists them") {
 		t.Errorf("last warning %q does not point at the audit log", w)
 	}
 	audit := annotations[UnenforcedAnnotationKey]
-	if n := strings.Count(audit, "(Warn)"); n != maxWarnings+2 {
-		t.Errorf("audit annotation names %d presets, want %d: %q", n, maxWarnings+2, audit)
+	if n := strings.Count(audit, "(Warn)"); n != warnlimit.Max+2 {
+		t.Errorf("audit annotation names %d presets, want %d: %q", n, warnlimit.Max+2, audit)
 	}
 	if !strings.Contains(audit, `env "VAR19" in container "app"`) {
 		t.Errorf("audit annotation %q lacks the last change", audit)
