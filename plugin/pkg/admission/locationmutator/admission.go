@@ -47,11 +47,11 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/admitkit/admitkit/plugin/initializer"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/notsynced"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/versioned"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/notsynced"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/versioned"
 )
 
 // PluginName is the name to enable with --enable-admission-plugins.

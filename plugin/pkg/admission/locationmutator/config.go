@@ -27,10 +27,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/pluginconfig"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictjson"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/pluginconfig"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/strictjson"
 )
 
 // ReadConfiguration decodes the plugin configuration strictly. A nil reader

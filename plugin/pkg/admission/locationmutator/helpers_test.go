@@ -31,7 +31,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internaltest"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/admissiontest"
 )
 
 var (
@@ -88,7 +88,7 @@ func newTestPlugin(t testing.TB, cfg string) *Plugin {
 
 func testScheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
-	return internaltest.Scheme(t, corev1.AddToScheme)
+	return admissiontest.Scheme(t, corev1.AddToScheme)
 }
 
 func attrs(obj runtime.Object, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource, ns, name string, op admission.Operation, sub string) admission.Attributes {

@@ -26,7 +26,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	admissiontesting "k8s.io/apiserver/pkg/admission/testing"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internaltest"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/admissiontest"
 )
 
 // internalPod stands in for k8s.io/kubernetes' core.Pod, the object
@@ -61,7 +61,7 @@ type conversions struct{ toV1, fromV1 int }
 func internalScheme(t *testing.T, counts *conversions) *runtime.Scheme {
 	t.Helper()
 	s := testScheme(t)
-	internaltest.StandIn(t, s, corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), &internalPod{},
+	admissiontest.StandIn(t, s, corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), &internalPod{},
 		func(in *internalPod, out *corev1.Pod) {
 			counts.toV1++
 			in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)

@@ -26,8 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/admission"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/scalebench"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/scalebench"
 )
 
 // liveSystem is the system the live source publishes for these mutator

@@ -29,11 +29,11 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/klog/v2"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/warnlimit"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/warnlimit"
 )
 
 // UnenforcedAnnotationKey is the audit annotation that records, for every

@@ -35,9 +35,9 @@ import (
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/component-base/metrics/testutil"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/warnlimit"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/warnlimit"
 )
 
 // inMode puts the mode annotation on a manifest whose metadata is written

@@ -24,8 +24,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/pluginconfig"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/apis/v1alpha1"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/pluginconfig"
 )
 
 // LoadConfiguration reads the plugin's AdmissionConfiguration settings, YAML

@@ -30,7 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internaltest"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/admissiontest"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
 )
 
@@ -155,13 +155,13 @@ func fromReorderedTokenRequest(r *reorderedTokenRequest, tr *authenticationv1.To
 // use. The eviction and the lease have none: their rules read metadata only.
 func internalScheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
-	s := internaltest.Scheme(t, corev1.AddToScheme, authenticationv1.AddToScheme, policyv1.AddToScheme, coordinationv1.AddToScheme)
-	internaltest.StandIn(t, s, schema.GroupKind{Kind: "Pod"}, &internalPod{},
+	s := admissiontest.Scheme(t, corev1.AddToScheme, authenticationv1.AddToScheme, policyv1.AddToScheme, coordinationv1.AddToScheme)
+	admissiontest.StandIn(t, s, schema.GroupKind{Kind: "Pod"}, &internalPod{},
 		func(in *internalPod, out *corev1.Pod) { *out = *(*corev1.Pod)(in).DeepCopy() }, nil)
-	internaltest.StandIn(t, s, schema.GroupKind{Kind: "Node"}, &reorderedNode{}, fromReorderedNode, nil)
-	internaltest.StandIn(t, s, schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}, &reorderedTokenRequest{}, fromReorderedTokenRequest, nil)
-	internaltest.StandIn[*internalEviction, *policyv1.Eviction](t, s, schema.GroupKind{Group: "policy", Kind: "Eviction"}, &internalEviction{}, nil, nil)
-	internaltest.StandIn[*internalLease, *coordinationv1.Lease](t, s, schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}, &internalLease{}, nil, nil)
+	admissiontest.StandIn(t, s, schema.GroupKind{Kind: "Node"}, &reorderedNode{}, fromReorderedNode, nil)
+	admissiontest.StandIn(t, s, schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}, &reorderedTokenRequest{}, fromReorderedTokenRequest, nil)
+	admissiontest.StandIn[*internalEviction, *policyv1.Eviction](t, s, schema.GroupKind{Group: "policy", Kind: "Eviction"}, &internalEviction{}, nil, nil)
+	admissiontest.StandIn[*internalLease, *coordinationv1.Lease](t, s, schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}, &internalLease{}, nil, nil)
 	return s
 }
 

@@ -59,9 +59,9 @@ import (
 
 	settingsinformers "github.com/admitkit/admitkit/generated/informers/externalversions"
 	"github.com/admitkit/admitkit/plugin/initializer"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/events"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/notsynced"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/versioned"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/events"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/notsynced"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/versioned"
 )
 
 const (

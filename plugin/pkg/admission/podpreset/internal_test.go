@@ -26,7 +26,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internaltest"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/admissiontest"
 )
 
 // internalPod stands in for kube-apiserver's internal core.Pod: a Go type
@@ -53,8 +53,8 @@ func (in *internalPod) DeepCopyObject() runtime.Object {
 // conversions it makes.
 func internalScheme(t *testing.T, conversions *int) admission.ObjectInterfaces {
 	t.Helper()
-	scheme := internaltest.Scheme(t, corev1.AddToScheme)
-	internaltest.StandIn(t, scheme, corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), &internalPod{},
+	scheme := admissiontest.Scheme(t, corev1.AddToScheme)
+	admissiontest.StandIn(t, scheme, corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), &internalPod{},
 		func(in *internalPod, out *corev1.Pod) {
 			*conversions++
 			in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)

@@ -27,7 +27,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/scalebench"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/scalebench"
 )
 
 // referenceMerge is mergeList written the plain way, every lookup a linear

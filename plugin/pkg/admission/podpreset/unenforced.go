@@ -29,7 +29,7 @@ import (
 	"k8s.io/klog/v2"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/warnlimit"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/warnlimit"
 )
 
 // UnenforcedAnnotationKey is the audit annotation that records, for every

@@ -21,8 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictjson"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/strictjson"
 )
 
 // Kind is one of Gatekeeper's mutator kinds: how its manifests are named

@@ -25,8 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictjson"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/strictjson"
 )
 
 // Decode reads one mutator manifest (YAML or JSON) and validates it. Its

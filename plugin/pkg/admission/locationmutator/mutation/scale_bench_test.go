@@ -23,8 +23,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/scalebench"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/scalebench"
 )
 
 func modifySet(b *testing.B, location, op string, values []any) *Mutator {

@@ -25,7 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internaltest"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/admissiontest"
 )
 
 // internalPod stands in for kube-apiserver's internal Pod: another Go type,
@@ -42,8 +42,8 @@ var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
 
 func objects(t *testing.T) admission.ObjectInterfaces {
 	t.Helper()
-	s := internaltest.Scheme(t, corev1.AddToScheme)
-	internaltest.StandIn(t, s, podGVK.GroupKind(), &internalPod{},
+	s := admissiontest.Scheme(t, corev1.AddToScheme)
+	admissiontest.StandIn(t, s, podGVK.GroupKind(), &internalPod{},
 		func(in *internalPod, out *corev1.Pod) { out.ObjectMeta, out.Spec.NodeName = in.ObjectMeta, in.Host },
 		func(in *corev1.Pod, out *internalPod) { out.ObjectMeta, out.Host = in.ObjectMeta, in.Spec.NodeName })
 	return admission.NewObjectInterfacesFromScheme(s)

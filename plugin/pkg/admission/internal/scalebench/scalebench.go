@@ -20,9 +20,7 @@ limitations under the License.
 package scalebench
 
 import (
-	"syscall"
 	"testing"
-	"time"
 )
 
 // Sizes are the item counts every scale benchmark runs at: each is four
@@ -41,12 +39,4 @@ func PerItem(b *testing.B, n int, f func()) {
 	per := float64(b.N) * float64(n)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/per, "ns/item")
 	b.ReportMetric(float64((cpuTime(b)-before).Nanoseconds())/per, "cpu-ns/item")
-}
-
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

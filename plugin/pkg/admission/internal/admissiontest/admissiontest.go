@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package internaltest builds, for unit tests, the schemes through which a
+// Package admissiontest builds, for unit tests, the schemes through which a
 // plugin meets "internal" objects: stand-ins for kube-apiserver's internal
 // types (k8s.io/kubernetes pkg/apis/...), which admitkit cannot import,
 // registered at the internal version and reachable only through the
@@ -22,7 +22,7 @@ limitations under the License.
 // shaped for what it proves (the same layout as k8s.io/api, fields
 // reordered or renamed, a counted conversion); the scheme around them is
 // built here.
-package internaltest
+package admissiontest
 
 import (
 	"testing"
