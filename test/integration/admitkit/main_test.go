@@ -35,7 +35,12 @@ import (
 )
 
 var (
+	// server is the custom kube-apiserver, the in-process host; tests that
+	// prove behaviour on every host take theirs from onEachHost.
 	server *framework.Server
+	// hosts are where this package's admitkit plugins run, in the order
+	// onEachHost tries them.
+	hosts []*host
 	// registered is which admitkit plugins the build has; a test of a
 	// plugin that is not there fails: plugin.RegisterAllAdmissionPlugins
 	// lost it.
@@ -65,6 +70,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	server = srv
+	hosts = append(hosts, &host{name: "in-process", server: srv})
 	ctx, stopControllers := context.WithCancel(context.Background())
 	defer stopControllers()
 	controllersDone, err := startControllerManager(ctx, srv)
@@ -203,28 +209,75 @@ func requirePlugin(t *testing.T, name string) {
 	}
 }
 
-// adminKubeconfig writes (once per test) the admin's kubeconfig.
-func adminKubeconfig(t *testing.T) string {
+// host is one place where admitkit's plugins serve a kube-apiserver: the
+// custom build with them compiled in ("in-process"), or admitkit's webhook
+// server beside upstream's own kube-apiserver. A test of behaviour runs on
+// each (onEachHost) and expects the same of both.
+type host struct {
+	name string
+	// server is the kube-apiserver the test's clients talk to.
+	server *framework.Server
+	// pluginIdentity is the identity the plugins key their status entries
+	// by, when it is not the kube-apiserver's own (a webhook server's).
+	pluginIdentity string
+}
+
+// identity is the name under which the host's plugins write status
+// entries: the kube-apiserver's identity for the plugins inside it.
+func (h *host) identity(t *testing.T) string {
 	t.Helper()
-	path, err := server.Kubeconfig("admin", framework.AdminToken)
+	if h.pluginIdentity != "" {
+		return h.pluginIdentity
+	}
+	return serverIdentity(t, framework.KubeClient(t, h.server.AdminConfig()))
+}
+
+// onEachHost runs test once per host, each as a subtest named after it.
+func onEachHost(t *testing.T, test func(t *testing.T, h *host)) {
+	t.Helper()
+	for _, h := range hosts {
+		t.Run(h.name, func(t *testing.T) { test(t, h) })
+	}
+}
+
+// adminKubeconfig writes (once per test) the admin's kubeconfig.
+func (h *host) adminKubeconfig(t *testing.T) string {
+	t.Helper()
+	path, err := h.server.Kubeconfig("admin", framework.AdminToken)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return path
 }
 
-func kubectl(t *testing.T, stdin string, args ...string) framework.KubectlResult {
+// kubectl runs kubectl as the admin against the host's kube-apiserver.
+func (h *host) kubectl(t *testing.T, stdin string, args ...string) framework.KubectlResult {
 	t.Helper()
-	return framework.RunKubectl(adminKubeconfig(t), stdin, args...)
+	return framework.RunKubectl(h.adminKubeconfig(t), stdin, args...)
 }
 
-func mustKubectl(t *testing.T, stdin string, args ...string) framework.KubectlResult {
+func (h *host) mustKubectl(t *testing.T, stdin string, args ...string) framework.KubectlResult {
 	t.Helper()
-	r := kubectl(t, stdin, args...)
+	r := h.kubectl(t, stdin, args...)
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}
 	return r
+}
+
+// inProcess is the custom build's host, for the tests that run on it alone.
+func inProcess() *host { return hosts[0] }
+
+func adminKubeconfig(t *testing.T) string { t.Helper(); return inProcess().adminKubeconfig(t) }
+
+func kubectl(t *testing.T, stdin string, args ...string) framework.KubectlResult {
+	t.Helper()
+	return inProcess().kubectl(t, stdin, args...)
+}
+
+func mustKubectl(t *testing.T, stdin string, args ...string) framework.KubectlResult {
+	t.Helper()
+	return inProcess().mustKubectl(t, stdin, args...)
 }
 
 // testdata returns the path of a file under testdata/.
