@@ -19,6 +19,7 @@ package webhook
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -30,6 +31,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/klog/v2"
 )
 
 // attributes are the admission.Attributes of one review: the request's
@@ -74,10 +76,30 @@ func (a *attributes) GetReinvocationContext() admission.ReinvocationContext {
 	return a.reinvocation
 }
 
+// auditAnnotations are the plugin's audit annotations as a webhook
+// response carries them: by the name after the key's "/". kube-apiserver
+// records each as "<webhook name>/<name>" and drops a key with a second
+// "/", so the plugin's own key ("<plugin domain>/<name>") cannot be sent
+// as it is; a webhook named after the plugin's domain
+// (locationmutator.admission.admitkit.io, podpreset.admission.admitkit.io)
+// gets exactly the keys the plugin records in-process. Should two keys of
+// one review share a name, the first in key order is kept.
 func (a *attributes) auditAnnotations() map[string]string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.annotations
+	if len(a.annotations) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(a.annotations))
+	for _, key := range sortedKeys(a.annotations) {
+		name := key[strings.LastIndex(key, "/")+1:]
+		if _, taken := out[name]; taken {
+			klog.V(2).InfoS("Audit annotation left out of the webhook response: another key has the same name", "key", key)
+			continue
+		}
+		out[name] = a.annotations[key]
+	}
+	return out
 }
 
 // newAttributes builds the attributes of req, without their reinvocation

@@ -39,7 +39,10 @@ limitations under the License.
 // audit annotations.
 //
 // What kube-apiserver does with the answer: it prefixes the refusal's
-// message with `admission webhook "<webhook name>" denied the request: `,
-// and each audit annotation's key with "<webhook name>/"; it adds the
-// warnings as they are.
+// message with `admission webhook "<webhook name>" denied the request: `;
+// it records each audit annotation as "<webhook name>/<key>" and drops keys
+// that then hold two "/", so the response carries a plugin's
+// "<plugin domain>/<name>" keys by their name alone, and a webhook named
+// after the plugin's domain records the keys the plugin records
+// in-process; it adds the warnings as they are.
 package webhook

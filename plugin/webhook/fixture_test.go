@@ -115,11 +115,22 @@ func registerRefusing(plugins *admission.Plugins) {
 type fixture struct {
 	host *webhook.Host
 	kube *kubefake.Clientset
+	// The registry and initializers the host was built with, for building
+	// the same plugins in-process.
+	plugins      *admission.Plugins
+	initializers []admission.PluginInitializer
+	scheme       *runtime.Scheme
 }
 
 // newFixture starts a host of the three plugins and the test plugins over
 // fake clients holding objects and presets, and waits until it is ready.
 func newFixture(t testing.TB, objects []runtime.Object, presets ...runtime.Object) *fixture {
+	t.Helper()
+	return newFixtureWithConfig(t, admissionConfig, objects, presets...)
+}
+
+// newFixtureWithConfig is newFixture with another AdmissionConfiguration.
+func newFixtureWithConfig(t testing.TB, admissionConfig string, objects []runtime.Object, presets ...runtime.Object) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -141,18 +152,19 @@ func newFixture(t testing.TB, objects []runtime.Object, presets ...runtime.Objec
 	plugins := admission.NewPlugins()
 	plugin.RegisterAllAdmissionPlugins(plugins)
 	registerRefusing(plugins)
+	initializers := []admission.PluginInitializer{
+		genericadmissioninitializer.New(kube, dynamicfake.NewSimpleDynamicClient(scheme), kubeInformers,
+			authorizerfactory.NewAlwaysAllowAuthorizer(), gates, compatibility.NewEffectiveVersionFromString("1.37", "", ""), stop, nil),
+		initializer.New(settingsInformers),
+		initializer.NewServerIdentity("test"),
+	}
 	host, err := webhook.New(webhook.Options{
-		Plugins:    plugins,
-		Enabled:    []string{"PodPreset", "NodeRestriction", "LocationMutator", invalidPlugin, plainPlugin},
-		ConfigFile: configFile,
-		Initializers: []admission.PluginInitializer{
-			genericadmissioninitializer.New(kube, dynamicfake.NewSimpleDynamicClient(scheme), kubeInformers,
-				authorizerfactory.NewAlwaysAllowAuthorizer(), gates, compatibility.NewEffectiveVersionFromString("1.37", "", ""), stop, nil),
-			initializer.New(settingsInformers),
-			initializer.NewServerIdentity("test"),
-		},
-		Informers: []webhook.InformerFactory{kubeInformers, settingsInformers},
-		Scheme:    scheme,
+		Plugins:      plugins,
+		Enabled:      []string{"PodPreset", "NodeRestriction", "LocationMutator", invalidPlugin, plainPlugin},
+		ConfigFile:   configFile,
+		Initializers: initializers,
+		Informers:    []webhook.InformerFactory{kubeInformers, settingsInformers},
+		Scheme:       scheme,
 	})
 	if err != nil {
 		t.Fatalf("webhook.New: %v", err)
@@ -165,7 +177,7 @@ func newFixture(t testing.TB, objects []runtime.Object, presets ...runtime.Objec
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return &fixture{host: host, kube: kube}
+	return &fixture{host: host, kube: kube, plugins: plugins, initializers: initializers, scheme: scheme}
 }
 
 func namespace(name string) *corev1.Namespace {

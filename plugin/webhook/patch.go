@@ -28,7 +28,7 @@ import (
 type patchOperation struct {
 	Op    string
 	Path  string
-	Value any
+	Value json.RawMessage
 }
 
 // MarshalJSON writes the value of every add and replace, null included,
@@ -41,80 +41,77 @@ func (o patchOperation) MarshalJSON() ([]byte, error) {
 		}{o.Op, o.Path})
 	}
 	return json.Marshal(struct {
-		Op    string `json:"op"`
-		Path  string `json:"path"`
-		Value any    `json:"value"`
+		Op    string          `json:"op"`
+		Path  string          `json:"path"`
+		Value json.RawMessage `json:"value"`
 	}{o.Op, o.Path, o.Value})
 }
 
 // jsonPatch returns the RFC 6902 patch that turns the JSON document before
-// into after, or nil when they are the same. kube-apiserver applies the
-// patch to its own encoding of the object it sent, which is the encoding
-// of before: both come from the same typed object through the same JSON
-// serializer, so every path the patch names exists there.
+// into after, or nil when they hold the same values.
 //
-// Objects are compared key by key; a list is patched element by element
-// over the shorter length, then extended or cut at its end. A list whose
-// middle gained an element therefore gets replaces rather than one add:
-// longer, never wrong.
+// kube-apiserver applies the patch to its own encoding of the object it
+// sent. before and after are both the host's encoding of the decoded
+// object, so the patch names only what the plugin changed: fields the
+// host's types do not know (those of a newer kube-apiserver) are in
+// kube-apiserver's encoding alone and stay untouched.
+//
+// Objects are compared key by key; a list element by element over the
+// shorter length, then extended or cut at its end. A list whose middle
+// gained an element therefore gets replaces of the later elements' fields
+// rather than one add: longer, never wrong. Subtrees whose encodings are
+// the same bytes are not decoded at all, so a change costs in proportion
+// to its path, not to the object.
 func jsonPatch(before, after []byte) ([]byte, error) {
-	if bytes.Equal(before, after) {
-		return nil, nil
-	}
-	var from, to any
-	if err := decodeJSON(before, &from); err != nil {
+	ops, err := diffValue(nil, "", before, after)
+	if err != nil || len(ops) == 0 {
 		return nil, err
-	}
-	if err := decodeJSON(after, &to); err != nil {
-		return nil, err
-	}
-	ops := diffValue(nil, "", from, to)
-	if len(ops) == 0 {
-		return nil, nil
 	}
 	return json.Marshal(ops)
 }
 
-// decodeJSON keeps numbers as written, so that 1 and 1.0 compare as the
-// text they are and large integers keep every digit.
-func decodeJSON(data []byte, v *any) error {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	return d.Decode(v)
-}
-
-func diffValue(ops []patchOperation, path string, from, to any) []patchOperation {
-	switch f := from.(type) {
-	case map[string]any:
-		if t, ok := to.(map[string]any); ok {
-			return diffObject(ops, path, f, t)
-		}
-	case []any:
-		if t, ok := to.([]any); ok {
-			return diffList(ops, path, f, t)
-		}
-	default:
-		if sameScalar(from, to) {
-			return ops
-		}
+func diffValue(ops []patchOperation, path string, from, to json.RawMessage) ([]patchOperation, error) {
+	from, to = bytes.TrimSpace(from), bytes.TrimSpace(to)
+	if bytes.Equal(from, to) {
+		return ops, nil
 	}
-	return append(ops, patchOperation{Op: "replace", Path: path, Value: to})
-}
-
-func sameScalar(from, to any) bool {
-	switch to.(type) {
-	case map[string]any, []any:
-		return false
+	switch {
+	case isKind(from, '{') && isKind(to, '{'):
+		var f, t map[string]json.RawMessage
+		if err := json.Unmarshal(from, &f); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(to, &t); err != nil {
+			return nil, err
+		}
+		return diffObject(ops, path, f, t)
+	case isKind(from, '[') && isKind(to, '['):
+		var f, t []json.RawMessage
+		if err := json.Unmarshal(from, &f); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(to, &t); err != nil {
+			return nil, err
+		}
+		return diffList(ops, path, f, t)
 	}
-	return from == to
+	if !json.Valid(to) {
+		return nil, &json.SyntaxError{}
+	}
+	return append(ops, patchOperation{Op: "replace", Path: path, Value: to}), nil
 }
 
-func diffObject(ops []patchOperation, path string, from, to map[string]any) []patchOperation {
+func isKind(v json.RawMessage, open byte) bool {
+	return len(v) > 0 && v[0] == open
+}
+
+func diffObject(ops []patchOperation, path string, from, to map[string]json.RawMessage) ([]patchOperation, error) {
 	for _, key := range sortedKeys(from) {
 		if _, kept := to[key]; !kept {
 			ops = append(ops, patchOperation{Op: "remove", Path: path + "/" + escapePointer(key)})
 		}
 	}
+	var err error
 	for _, key := range sortedKeys(to) {
 		child := path + "/" + escapePointer(key)
 		old, had := from[key]
@@ -122,15 +119,20 @@ func diffObject(ops []patchOperation, path string, from, to map[string]any) []pa
 			ops = append(ops, patchOperation{Op: "add", Path: child, Value: to[key]})
 			continue
 		}
-		ops = diffValue(ops, child, old, to[key])
+		if ops, err = diffValue(ops, child, old, to[key]); err != nil {
+			return nil, err
+		}
 	}
-	return ops
+	return ops, nil
 }
 
-func diffList(ops []patchOperation, path string, from, to []any) []patchOperation {
+func diffList(ops []patchOperation, path string, from, to []json.RawMessage) ([]patchOperation, error) {
 	common := min(len(from), len(to))
+	var err error
 	for i := range common {
-		ops = diffValue(ops, path+"/"+strconv.Itoa(i), from[i], to[i])
+		if ops, err = diffValue(ops, path+"/"+strconv.Itoa(i), from[i], to[i]); err != nil {
+			return nil, err
+		}
 	}
 	for i := common; i < len(to); i++ {
 		ops = append(ops, patchOperation{Op: "add", Path: path + "/" + strconv.Itoa(i), Value: to[i]})
@@ -139,10 +141,10 @@ func diffList(ops []patchOperation, path string, from, to []any) []patchOperatio
 	for i := len(from) - 1; i >= common; i-- {
 		ops = append(ops, patchOperation{Op: "remove", Path: path + "/" + strconv.Itoa(i)})
 	}
-	return ops
+	return ops, nil
 }
 
-func sortedKeys(m map[string]any) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -51,10 +51,10 @@ func applies(t *testing.T, before, after string) []byte {
 func sameJSON(t *testing.T, a, b []byte) bool {
 	t.Helper()
 	var x, y any
-	if err := decodeJSON(a, &x); err != nil {
+	if err := json.Unmarshal(a, &x); err != nil {
 		t.Fatal(err)
 	}
-	if err := decodeJSON(b, &y); err != nil {
+	if err := json.Unmarshal(b, &y); err != nil {
 		t.Fatal(err)
 	}
 	return reflect.DeepEqual(x, y)

@@ -125,11 +125,13 @@ func TestReviewReinvocation(t *testing.T) {
 	// their own.
 	lm := review(t, f.host, webhook.Mutate, locationmutator.PluginName, podCreate(t, "lm", webPod()))
 	lmAgain := review(t, f.host, webhook.Mutate, locationmutator.PluginName, podCreate(t, "lm", webPod()))
-	want := map[string]string{locationmutator.AnnotationKey: "Assign/always-pull,AssignMetadata/owner"}
+	// The keys are the names after the plugin's domain: kube-apiserver
+	// prefixes them with the webhook's name.
+	want := map[string]string{"mutations": "Assign/always-pull,AssignMetadata/owner"}
 	if diff := cmp.Diff(want, lm.AuditAnnotations); diff != "" {
 		t.Errorf("first audit annotations (-want +got):\n%s", diff)
 	}
-	want = map[string]string{locationmutator.ReinvocationAnnotationKey: "Assign/always-pull,AssignMetadata/owner"}
+	want = map[string]string{"mutations-on-reinvocation": "Assign/always-pull,AssignMetadata/owner"}
 	if diff := cmp.Diff(want, lmAgain.AuditAnnotations); diff != "" {
 		t.Errorf("reinvocation audit annotations (-want +got):\n%s", diff)
 	}
