@@ -47,7 +47,7 @@ type readiness struct {
 func (h *Host) readyChecks(stop <-chan struct{}) []readyCheck {
 	var checks []readyCheck
 	for i, f := range h.informers {
-		checks = append(checks, readyCheck{name: fmt.Sprintf("informers-%d", i), wait: func() bool {
+		checks = append(checks, readyCheck{name: fmt.Sprintf("informers of %T #%d", f, i), wait: func() bool {
 			for _, synced := range f.WaitForCacheSync(stop) {
 				if !synced {
 					return false
