@@ -17,7 +17,6 @@ limitations under the License.
 package locationmutator
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,10 +24,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/pluginconfig"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictjson"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictdecode"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
@@ -37,22 +33,19 @@ import (
 // or an empty document gives an empty Configuration (no mutators).
 func ReadConfiguration(r io.Reader) (*v1alpha1.Configuration, error) {
 	cfg := &v1alpha1.Configuration{}
-	data, err := pluginconfig.Read(r)
+	data, err := strictdecode.Read(r)
 	if err != nil {
 		return nil, fmt.Errorf("reading the %s configuration: %w", PluginName, err)
 	}
 	if data == nil {
 		return cfg, nil
 	}
-	js, err := yaml.YAMLToJSONStrict(data)
+	found, err := strictdecode.YAMLOrJSON(data, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%s configuration is not YAML or JSON: %w", PluginName, err)
-	}
-	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
-		return cfg, nil
-	}
-	if err := strictjson.Unmarshal(js, cfg); err != nil {
 		return nil, fmt.Errorf("%s configuration: %w", PluginName, err)
+	}
+	if !found {
+		return cfg, nil
 	}
 	if cfg.APIVersion != v1alpha1.APIVersion || cfg.Kind != v1alpha1.Kind {
 		return nil, fmt.Errorf("%s configuration: want apiVersion %s and kind %s, got %q and %q", PluginName, v1alpha1.APIVersion, v1alpha1.Kind, cfg.APIVersion, cfg.Kind)
