@@ -29,10 +29,8 @@ import (
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/objectname"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/trialreport"
-	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
 
 // UnenforcedAnnotationKey is the audit annotation that records, for every
@@ -102,7 +100,7 @@ func (p *Plugin) admitTrying(ctx context.Context, a admission.Attributes, o admi
 	}
 	// An enforced AssignMetadata may add a label an unenforced mutator
 	// selects: then the object as sent is kept even if none matches yet.
-	labelled := matched && slices.ContainsFunc(enforced, addsLabel)
+	labelled := matched && slices.ContainsFunc(enforced, (*mutation.Mutator).AddsLabel)
 	var original runtime.Object
 	if len(tried) > 0 || labelled {
 		original = obj.DeepCopyObject()
@@ -204,13 +202,3 @@ func (p *Plugin) report(ctx context.Context, a admission.Attributes, t *match.Ta
 }
 
 func isUnenforced(m *mutation.Mutator) bool { return !m.Enforced() }
-
-// addsLabel reports whether m is an AssignMetadata of a label.
-func addsLabel(m *mutation.Mutator) bool {
-	nodes := m.Location().Nodes
-	if m.ID().Kind != mutationsv1.KindAssignMetadata || len(nodes) < 2 {
-		return false
-	}
-	o, ok := nodes[1].(path.Object)
-	return ok && o.Reference == "labels"
-}
