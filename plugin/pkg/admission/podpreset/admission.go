@@ -234,12 +234,11 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 		return apierrors.NewBadRequest(fmt.Sprintf("Resource was marked with kind Pod but was unable to be converted: %v", err))
 	}
 	m := merge(pod, presets)
-	name := objectname.Of(podKind, a.GetNamespace(), podMeta.GetName(), podMeta.GetGenerateName())
 	var refused *refusal
 	if errors.As(m.err, &refused) {
-		return admission.NewForbidden(a, fmt.Errorf("%s refused by pod presets whose conflictPolicy is Reject: %w", name, refused.err))
+		return admission.NewForbidden(a, fmt.Errorf("%s refused by pod presets whose conflictPolicy is Reject: %w", podName(a, podMeta), refused.err))
 	}
-	p.report(ctx, a, podMeta, name, record, m)
+	p.report(ctx, a, podMeta, record, m)
 	if m.err != nil || len(m.applied) == 0 || pod == obj {
 		return nil
 	}
@@ -301,14 +300,16 @@ func merge(pod *corev1.Pod, presets []*preset) merged {
 // was before and compared with what the enforced ones made of it (a report
 // of what switching one to Enforce would do to this very pod); a conflict
 // is shown to whoever created the pod; applied presets are counted.
-func (p *Plugin) report(ctx context.Context, a admission.Attributes, podMeta metav1.Object, name string, record *requestRecord, m merged) {
+func (p *Plugin) report(ctx context.Context, a admission.Attributes, podMeta metav1.Object, record *requestRecord, m merged) {
 	if m.before != nil && record.unenforced.First() {
-		reportUnenforced(ctx, a, name, tryUnenforced(m.before, m.pod, m.presets, m.err))
+		if trials := tryUnenforced(m.before, m.pod, m.presets, m.err); len(trials) > 0 {
+			reportUnenforced(ctx, a, podName(a, podMeta), trials)
+		}
 	}
 	if m.err != nil {
 		if record.conflict.First() {
 			conflicts.Inc()
-			p.reportConflict(ctx, a, podMeta, name, m.applied, m.err)
+			p.reportConflict(ctx, a, podMeta, m.applied, m.err)
 		}
 		return
 	}
@@ -319,13 +320,13 @@ func (p *Plugin) report(ctx context.Context, a admission.Attributes, podMeta met
 		podsInjected.Inc()
 	}
 	for _, preset := range m.applied {
-		if record.applied.First(preset.annotationKey()) {
+		if record.applied.First(preset.annotation) {
 			presetsApplied.WithLabelValues(preset.kind).Inc()
 		}
 	}
 	// The preset names are formatted only when they will be logged.
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
-		logger.Info("Applied pod presets", "pod", name, "presets", presetNames(m.applied))
+		logger.Info("Applied pod presets", "pod", podName(a, podMeta), "presets", presetNames(m.applied))
 	}
 }
 
@@ -418,7 +419,8 @@ func versionedPod(obj runtime.Object, o admission.ObjectInterfaces) (*corev1.Pod
 // out: an admission warning their client prints, a Warning Event in the
 // pod's namespace (not on a dry run, which must have no side effects), and
 // a log line for the cluster's operators.
-func (p *Plugin) reportConflict(ctx context.Context, a admission.Attributes, podMeta metav1.Object, name string, presets []*preset, err error) {
+func (p *Plugin) reportConflict(ctx context.Context, a admission.Attributes, podMeta metav1.Object, presets []*preset, err error) {
+	name := podName(a, podMeta)
 	message := fmt.Sprintf("pod presets not applied to %s because they conflict (none of %s was applied): %v", name, strings.Join(presetNames(presets), ", "), err)
 	warning.AddWarning(ctx, "", message)
 	klog.FromContext(ctx).V(2).Info("Pod presets not applied because they conflict", "pod", name, "presets", presetNames(presets), "err", err)
@@ -426,6 +428,12 @@ func (p *Plugin) reportConflict(ctx context.Context, a admission.Attributes, pod
 		return
 	}
 	p.recorder.Event(eventTarget(a.GetNamespace(), podMeta), corev1.EventTypeWarning, conflictReason, message)
+}
+
+// podName names the pod in messages (see package objectname). Built only
+// for a message, since most pods get none.
+func podName(a admission.Attributes, podMeta metav1.Object) string {
+	return objectname.Of(podKind, a.GetNamespace(), podMeta.GetName(), podMeta.GetGenerateName())
 }
 
 // eventTarget is the object an Event about a pod is about. A pod made from
