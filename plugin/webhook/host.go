@@ -45,10 +45,12 @@ const (
 	Validate Phase = "validate"
 )
 
-// Defaults of the reinvocation cache.
+// Defaults of the reinvocation cache, which keeps the state of recent
+// requests so that kube-apiserver's second call of a mutating webhook on a
+// request finds what the first call recorded.
 const (
-	// DefaultReinvocationCacheSize bounds the requests whose state is
-	// kept.
+	// DefaultReinvocationCacheSize bounds the request fingerprints whose
+	// state is kept.
 	DefaultReinvocationCacheSize = 10000
 	// DefaultReinvocationTTL is how long a request's state is kept after
 	// its first review: longer than kube-apiserver's default request
