@@ -134,9 +134,6 @@ func New(opts Options) (*Host, error) {
 		reinvocations:    newReinvocations(orDefault(opts.ReinvocationCacheSize, DefaultReinvocationCacheSize), orDefault(opts.ReinvocationTTL, DefaultReinvocationTTL)),
 	}
 	for _, name := range opts.Enabled {
-		if _, twice := h.plugins[name]; twice {
-			return nil, fmt.Errorf("admission plugin %q is enabled twice", name)
-		}
 		config, err := configs.ConfigFor(name)
 		if err != nil {
 			return nil, fmt.Errorf("admission plugin %q: %w", name, err)
@@ -174,10 +171,15 @@ func (o Options) validate() error {
 	case o.Scheme == nil:
 		return errors.New("webhook: Options.Scheme is nil")
 	}
+	seen := map[string]bool{}
 	for _, name := range o.Enabled {
 		if name == "" {
 			return errors.New("webhook: an enabled admission plugin has no name")
 		}
+		if seen[name] {
+			return fmt.Errorf("webhook: admission plugin %q is enabled twice", name)
+		}
+		seen[name] = true
 	}
 	return nil
 }
