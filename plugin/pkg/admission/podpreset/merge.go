@@ -151,19 +151,7 @@ func mergeList[T any](o owner, original []T, presets []*preset, l list[T]) ([]T,
 	}
 	m := &merger[T]{o: o, l: l, presets: presets, base: original, merged: original, total: total}
 	m.placeEnforced()
-	// at[k] holds, for each value of key k, the first item of merged that
-	// has it: the one a linear search finds. Small lists are searched:
-	// most pods and presets have a handful of items, for which maps would
-	// cost more than they save.
-	if len(m.merged)+total > linearSearchMax {
-		m.at = make([]map[itemKey]int, len(l.keys))
-		for k, key := range l.keys {
-			m.at[k] = make(map[itemKey]int, len(m.merged)+total)
-			for j := range m.merged {
-				addIfAbsent(m.at[k], key.of(&m.merged[j]), j)
-			}
-		}
-	}
+	m.index()
 	for pi, p := range presets {
 		if !p.yields() && !p.enforces() {
 			m.add(pi)
@@ -193,10 +181,57 @@ type merger[T any] struct {
 	// tags[i] is the index of the preset that appended merged[len(base)+i];
 	// kept only when there are several presets.
 	tags []int32
+	// tagBuf holds the tags of a list of up to linearSearchMax items, so
+	// that short lists, most of them, allocate none: ntags of them.
+	tagBuf [linearSearchMax]int32
+	ntags  int
 	// own is true once merged no longer aliases the pod's slice.
-	own       bool
+	own bool
+	// at[k] holds, for each value of key k, the first item of merged that
+	// has it: the one a linear search finds. Lists of up to
+	// linearSearchMax items have no maps (most pods and presets have a
+	// handful of items, for which maps cost more than they save): they are
+	// searched through short, which holds their keys, short[k][j] being
+	// key k of merged[j], so a search calls no key function.
 	at        []map[itemKey]int
+	short     [maxKeys][linearSearchMax]itemKey
 	conflicts []conflict
+}
+
+// maxKeys is the most keys a list has (a mount has two).
+const maxKeys = 2
+
+// index indexes merged by every key.
+func (m *merger[T]) index() {
+	if len(m.merged)+m.total > linearSearchMax {
+		m.at = make([]map[itemKey]int, len(m.l.keys))
+		for k, key := range m.l.keys {
+			m.at[k] = make(map[itemKey]int, len(m.merged)+m.total)
+			for j := range m.merged {
+				addIfAbsent(m.at[k], key.of(&m.merged[j]), j)
+			}
+		}
+		return
+	}
+	for k, key := range m.l.keys {
+		for j := range m.merged {
+			m.short[k][j] = key.of(&m.merged[j])
+		}
+	}
+}
+
+// find returns the first item of merged whose key k is v.
+func (m *merger[T]) find(k int, v itemKey) (int, bool) {
+	if m.at != nil {
+		j, ok := m.at[k][v]
+		return j, ok
+	}
+	for j, have := range m.short[k][:len(m.merged)] {
+		if have == v {
+			return j, true
+		}
+	}
+	return 0, false
 }
 
 // source is the preset whose item merged[j] is, or nil for the pod's own.
@@ -207,10 +242,10 @@ func (m *merger[T]) source(j int) *preset {
 		}
 		return nil
 	}
-	if m.tags == nil {
+	if len(m.presets) == 1 {
 		return m.presets[0]
 	}
-	return m.presets[m.tags[j-len(m.base)]]
+	return m.presets[m.appendedBy()[j-len(m.base)]]
 }
 
 // append adds a copy of preset pi's item at the end of merged.
@@ -224,15 +259,26 @@ func (m *merger[T]) append(pi int, item *T) {
 	}
 	// No key of an appended item is in the maps yet (or it would have
 	// been a duplicate or a conflict).
-	for k, index := range m.at {
-		index[m.l.keys[k].of(item)] = len(m.merged)
+	// placeEnforced appends before index, which then reads every key.
+	for k, key := range m.l.keys {
+		switch {
+		case m.at != nil:
+			m.at[k][key.of(item)] = len(m.merged)
+		case len(m.merged) < linearSearchMax:
+			m.short[k][len(m.merged)] = key.of(item)
+		}
 	}
 	m.merged = append(m.merged, m.l.deepCopy(item))
 	if len(m.presets) > 1 {
-		if m.tags == nil {
-			m.tags = make([]int32, 0, m.total)
+		if m.total <= linearSearchMax {
+			m.tagBuf[m.ntags] = int32(pi)
+			m.ntags++
+		} else {
+			if m.tags == nil {
+				m.tags = make([]int32, 0, m.total)
+			}
+			m.tags = append(m.tags, int32(pi))
 		}
-		m.tags = append(m.tags, int32(pi))
 	}
 }
 
@@ -244,7 +290,7 @@ func (m *merger[T]) add(pi int) {
 		item := &items[i]
 		duplicate, conflicting := false, false
 		for k, key := range m.l.keys {
-			j, found := find(m.merged, m.at, k, key, key.of(item))
+			j, found := m.find(k, key.of(item))
 			if !found {
 				continue
 			}
@@ -381,16 +427,25 @@ func (m *merger[T]) placeEnforced() {
 	}
 }
 
+// appendedBy returns the tags of the appended items.
+func (m *merger[T]) appendedBy() []int32 {
+	if m.total <= linearSearchMax {
+		return m.tagBuf[:m.ntags]
+	}
+	return m.tags
+}
+
 // sortAppended puts the appended items in preset order: each phase
 // appends its presets' items in order, so only interleaving phases can
 // break it. A counting sort on the preset index keeps it linear and each
 // preset's items in their order.
 func (m *merger[T]) sortAppended() {
-	if m.tags == nil || slices.IsSorted(m.tags) {
+	tags := m.appendedBy()
+	if len(m.presets) == 1 || slices.IsSorted(tags) {
 		return
 	}
 	starts := make([]int, len(m.presets)+1)
-	for _, t := range m.tags {
+	for _, t := range tags {
 		starts[t+1]++
 	}
 	for i := 1; i < len(starts); i++ {
@@ -398,7 +453,7 @@ func (m *merger[T]) sortAppended() {
 	}
 	appended := m.merged[len(m.base):]
 	sorted := make([]T, len(appended))
-	for i, t := range m.tags {
+	for i, t := range tags {
 		sorted[starts[t]] = appended[i]
 		starts[t]++
 	}
@@ -409,21 +464,6 @@ func (m *merger[T]) sortAppended() {
 // it maps cost more than they save. Tests reach both sides through the size
 // of their lists.
 const linearSearchMax = 16
-
-// find returns the first item of merged whose key k is v, through at when
-// the merge indexed the list.
-func find[T any](merged []T, at []map[itemKey]int, k int, key listKey[T], v itemKey) (int, bool) {
-	if at != nil {
-		j, ok := at[k][v]
-		return j, ok
-	}
-	for j := range merged {
-		if key.of(&merged[j]) == v {
-			return j, true
-		}
-	}
-	return 0, false
-}
 
 func addIfAbsent(m map[itemKey]int, k itemKey, pos int) {
 	if _, ok := m[k]; !ok {
