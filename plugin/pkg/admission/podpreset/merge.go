@@ -288,39 +288,105 @@ func (m *merger[T]) add(pi int) {
 	items := m.l.items(&p.spec)
 	for i := range items {
 		item := &items[i]
-		duplicate, conflicting := false, false
+		var found sameKeys[T]
 		for k, key := range m.l.keys {
-			j, found := m.find(k, key.of(item))
-			if !found {
+			if j, ok := m.find(k, key.of(item)); ok {
+				found[k] = sameKey[T]{item: &m.merged[j], at: j}
+			}
+		}
+		if p.yields() {
+			// Whatever is there, pod's or preset's, stays.
+			if found.any() {
 				continue
 			}
-			if p.yields() {
-				// Whatever is there, pod's or preset's, stays.
-				conflicting = true
-				break
-			}
-			if apiequality.Semantic.DeepEqual(m.merged[j], *item) {
-				duplicate = true
+		}
+		duplicate, differs := m.compare(item, &found)
+		for k, d := range differs {
+			if !d {
 				continue
 			}
-			conflicting = true
-			origin := m.source(j)
 			where := "in " + m.o.String()
 			reject := p.rejects()
-			if origin != nil {
+			if origin := m.source(found[k].at); origin != nil {
 				where = "from " + origin.String()
 				reject = reject || origin.rejects()
 			}
 			m.conflicts = append(m.conflicts, conflict{
-				err:    fmt.Errorf("%s: %s conflicts with the one %s", p, key.describe(item), where),
+				err:    fmt.Errorf("%s: %s conflicts with the one %s", p, m.l.keys[k].describe(item), where),
 				reject: reject,
 			})
 		}
-		if duplicate || conflicting {
+		if !duplicate && !differs.any() {
+			m.append(pi, item)
+		}
+	}
+}
+
+// sameKey is an item that has the same value of a key as the one merged,
+// and where it is; nil when there is none.
+type sameKey[T any] struct {
+	item *T
+	at   int
+}
+
+// sameKeys are the sameKey of every key of a list.
+type sameKeys[T any] [maxKeys]sameKey[T]
+
+func (s *sameKeys[T]) any() bool {
+	for _, k := range s {
+		if k.item != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// differing says, key by key, whether an item differs from the one that
+// has the same value of the key.
+type differing [maxKeys]bool
+
+func (d differing) any() bool { return d != differing{} }
+
+// compare checks item against the items found with the same keys: it is a
+// duplicate when one of them is equal to it, and conflicts with each one
+// that differs. The one rule of duplicates and conflicts for every phase
+// of the merge.
+func (m *merger[T]) compare(item *T, found *sameKeys[T]) (duplicate bool, differs differing) {
+	for k, f := range found {
+		if f.item == nil {
 			continue
 		}
-		m.append(pi, item)
+		if apiequality.Semantic.DeepEqual(*f.item, *item) {
+			duplicate = true
+		} else {
+			differs[k] = true
+		}
 	}
+	return duplicate, differs
+}
+
+// claim is an item of a PresetWins preset, to be put into the list.
+type claim[T any] struct {
+	pi     int
+	item   *T
+	placed bool
+}
+
+// claims are the items of PresetWins presets, by every key.
+type claims[T any] struct {
+	list  []claim[T]
+	byKey []map[itemKey]int
+}
+
+// sameKeys returns the claims that share a key with item.
+func (cs *claims[T]) sameKeys(keys []listKey[T], item *T) sameKeys[T] {
+	var found sameKeys[T]
+	for k, key := range keys {
+		if c, ok := cs.byKey[k][key.of(item)]; ok {
+			found[k] = sameKey[T]{item: cs.list[c].item, at: c}
+		}
+	}
+	return found
 }
 
 // placeEnforced puts the items of PresetWins presets into the list before
@@ -329,54 +395,60 @@ func (m *merger[T]) add(pi int) {
 // are appended. Two PresetWins presets that disagree cannot both win: a
 // conflict, as with presets that set no policy.
 func (m *merger[T]) placeEnforced() {
-	type claim struct {
-		pi     int
-		item   *T
-		placed bool
+	cs := m.claimEnforced()
+	if len(cs.list) == 0 {
+		return
 	}
-	var claims []claim
-	var byKey []map[itemKey]int
+	m.replaceClaimed(&cs)
+	for _, c := range cs.list {
+		if !c.placed {
+			m.append(c.pi, c.item)
+		}
+	}
+}
+
+// claimEnforced collects the items of PresetWins presets, leaving out
+// duplicates and reporting conflicts between them.
+func (m *merger[T]) claimEnforced() claims[T] {
+	var cs claims[T]
 	for pi, p := range m.presets {
 		if !p.enforces() {
 			continue
 		}
 		items := m.l.items(&p.spec)
 		for i := range items {
-			if byKey == nil {
-				byKey = make([]map[itemKey]int, len(m.l.keys))
-				for k := range byKey {
-					byKey[k] = map[itemKey]int{}
+			if cs.byKey == nil {
+				cs.byKey = make([]map[itemKey]int, len(m.l.keys))
+				for k := range cs.byKey {
+					cs.byKey[k] = map[itemKey]int{}
 				}
 			}
 			item := &items[i]
-			duplicate, conflicting := false, false
-			for k, key := range m.l.keys {
-				c, ok := byKey[k][key.of(item)]
-				if !ok {
-					continue
+			found := cs.sameKeys(m.l.keys, item)
+			duplicate, differs := m.compare(item, &found)
+			for k, d := range differs {
+				if d {
+					m.conflicts = append(m.conflicts, conflict{
+						err: fmt.Errorf("%s: %s conflicts with the one from %s", p, m.l.keys[k].describe(item), m.presets[cs.list[found[k].at].pi]),
+					})
 				}
-				if apiequality.Semantic.DeepEqual(*claims[c].item, *item) {
-					duplicate = true
-					continue
-				}
-				conflicting = true
-				m.conflicts = append(m.conflicts, conflict{
-					err: fmt.Errorf("%s: %s conflicts with the one from %s", p, key.describe(item), m.presets[claims[c].pi]),
-				})
 			}
-			if duplicate || conflicting {
+			if duplicate || differs.any() {
 				continue
 			}
 			for k, key := range m.l.keys {
-				byKey[k][key.of(item)] = len(claims)
+				cs.byKey[k][key.of(item)] = len(cs.list)
 			}
-			claims = append(claims, claim{pi: pi, item: item})
+			cs.list = append(cs.list, claim[T]{pi: pi, item: item})
 		}
 	}
-	if len(claims) == 0 {
-		return
-	}
+	return cs
+}
 
+// replaceClaimed puts each claim in the place of the first item of the pod
+// it shares a key with and differs from, and drops any further such item;
+// a claim equal to the pod's item leaves the pod's in place.
+func (m *merger[T]) replaceClaimed(cs *claims[T]) {
 	// base stays nil, and the pod's slice in use, until a pod item is
 	// replaced or dropped.
 	var base []T
@@ -385,13 +457,13 @@ func (m *merger[T]) placeEnforced() {
 		own := &m.base[j]
 		replacedBy := -1
 		for k, key := range m.l.keys {
-			c, ok := byKey[k][key.of(own)]
+			c, ok := cs.byKey[k][key.of(own)]
 			if !ok {
 				continue
 			}
-			if apiequality.Semantic.DeepEqual(*claims[c].item, *own) {
+			if apiequality.Semantic.DeepEqual(*cs.list[c].item, *own) {
 				// The pod has it already: it stays the pod's.
-				claims[c].placed = true
+				cs.list[c].placed = true
 				continue
 			}
 			if replacedBy < 0 {
@@ -411,19 +483,14 @@ func (m *merger[T]) placeEnforced() {
 		}
 		// The first pod item a claim meets gives it its place; any
 		// further one goes.
-		if !claims[replacedBy].placed {
-			claims[replacedBy].placed = true
-			placedBy[len(base)] = claims[replacedBy].pi
-			base = append(base, m.l.deepCopy(claims[replacedBy].item))
+		if c := &cs.list[replacedBy]; !c.placed {
+			c.placed = true
+			placedBy[len(base)] = c.pi
+			base = append(base, m.l.deepCopy(c.item))
 		}
 	}
 	if base != nil {
 		m.base, m.merged, m.placedBy, m.own = base, base, placedBy, true
-	}
-	for _, c := range claims {
-		if !c.placed {
-			m.append(c.pi, c.item)
-		}
 	}
 }
 
