@@ -110,9 +110,9 @@ func (k listKey[T]) same(a, b *T) bool { return k.of(a) == k.of(b) }
 type list[T any] struct {
 	items func(*settingsv1alpha1.PodPresetSpec) []T
 	keys  []listKey[T]
-	// deepCopy gives the pod its own copy of an item: the preset's is
+	// deepCopyInto gives the pod its own copy of an item: the preset's is
 	// cached and shared by every pod it is merged into.
-	deepCopy func(*T) T
+	deepCopyInto func(in, out *T)
 }
 
 // conflict is a conflict that no preset's policy resolved: the pod gets
@@ -268,7 +268,9 @@ func (m *merger[T]) append(pi int, item *T) {
 			m.short[k][len(m.merged)] = key.of(item)
 		}
 	}
-	m.merged = append(m.merged, m.l.deepCopy(item))
+	n := len(m.merged)
+	m.merged = m.merged[:n+1]
+	m.l.deepCopyInto(item, &m.merged[n])
 	if len(m.presets) > 1 {
 		if m.total <= linearSearchMax {
 			m.tagBuf[m.ntags] = int32(pi)
@@ -486,7 +488,9 @@ func (m *merger[T]) replaceClaimed(cs *claims[T]) {
 		if c := &cs.list[replacedBy]; !c.placed {
 			c.placed = true
 			placedBy[len(base)] = c.pi
-			base = append(base, m.l.deepCopy(c.item))
+			n := len(base)
+			base = base[:n+1]
+			m.l.deepCopyInto(c.item, &base[n])
 		}
 	}
 	if base != nil {
@@ -619,24 +623,24 @@ var (
 
 var (
 	envList = list[corev1.EnvVar]{
-		items:    func(s *settingsv1alpha1.PodPresetSpec) []corev1.EnvVar { return s.Env },
-		keys:     []listKey[corev1.EnvVar]{envKey},
-		deepCopy: func(e *corev1.EnvVar) (out corev1.EnvVar) { e.DeepCopyInto(&out); return out },
+		items:        func(s *settingsv1alpha1.PodPresetSpec) []corev1.EnvVar { return s.Env },
+		keys:         []listKey[corev1.EnvVar]{envKey},
+		deepCopyInto: (*corev1.EnvVar).DeepCopyInto,
 	}
 	envFromList = list[corev1.EnvFromSource]{
-		items:    func(s *settingsv1alpha1.PodPresetSpec) []corev1.EnvFromSource { return s.EnvFrom },
-		keys:     []listKey[corev1.EnvFromSource]{envFromKey},
-		deepCopy: func(e *corev1.EnvFromSource) (out corev1.EnvFromSource) { e.DeepCopyInto(&out); return out },
+		items:        func(s *settingsv1alpha1.PodPresetSpec) []corev1.EnvFromSource { return s.EnvFrom },
+		keys:         []listKey[corev1.EnvFromSource]{envFromKey},
+		deepCopyInto: (*corev1.EnvFromSource).DeepCopyInto,
 	}
 	volumeList = list[corev1.Volume]{
-		items:    func(s *settingsv1alpha1.PodPresetSpec) []corev1.Volume { return s.Volumes },
-		keys:     []listKey[corev1.Volume]{volumeKey},
-		deepCopy: func(v *corev1.Volume) (out corev1.Volume) { v.DeepCopyInto(&out); return out },
+		items:        func(s *settingsv1alpha1.PodPresetSpec) []corev1.Volume { return s.Volumes },
+		keys:         []listKey[corev1.Volume]{volumeKey},
+		deepCopyInto: (*corev1.Volume).DeepCopyInto,
 	}
 	mountList = list[corev1.VolumeMount]{
-		items:    func(s *settingsv1alpha1.PodPresetSpec) []corev1.VolumeMount { return s.VolumeMounts },
-		keys:     []listKey[corev1.VolumeMount]{mountNameKey, mountPathKey},
-		deepCopy: func(m *corev1.VolumeMount) (out corev1.VolumeMount) { m.DeepCopyInto(&out); return out },
+		items:        func(s *settingsv1alpha1.PodPresetSpec) []corev1.VolumeMount { return s.VolumeMounts },
+		keys:         []listKey[corev1.VolumeMount]{mountNameKey, mountPathKey},
+		deepCopyInto: (*corev1.VolumeMount).DeepCopyInto,
 	}
 )
 
