@@ -379,7 +379,7 @@ func TestUnenforcedCostsNothingOtherwise(t *testing.T) {
 	o := admission.NewObjectInterfacesFromScheme(testScheme(t))
 	pod := threeContainerPod()
 	a := attrs(pod, podGVK, podGVR, pod.Namespace, pod.Name, admission.Create, "")
-	if p.System().HasUnenforced() {
+	if p.current.Load().HasUnenforced() {
 		t.Fatal("a system of enforced mutators says it has unenforced ones")
 	}
 	allocs := testing.AllocsPerRun(100, func() {
