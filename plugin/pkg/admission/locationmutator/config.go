@@ -29,7 +29,7 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
 
-// ReadConfiguration decodes the plugin configuration strictly. A nil reader
+// LoadConfiguration decodes the plugin configuration strictly. A nil reader
 // or an empty document gives an empty Configuration (no mutators).
 func LoadConfiguration(r io.Reader) (*v1alpha1.Configuration, error) {
 	cfg := &v1alpha1.Configuration{}
