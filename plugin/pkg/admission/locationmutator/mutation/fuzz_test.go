@@ -115,15 +115,15 @@ func fuzzMutator(s *bytesSource, i int) *Mutator {
 	var m *Mutator
 	switch s.next(4) {
 	case 0:
-		m, _ = NewAssign(&mutationsv1.Assign{ObjectMeta: meta, Spec: mutationsv1.AssignSpec{ApplyTo: fuzzApplyTo, Location: loc,
+		m, _ = newAssign(&mutationsv1.Assign{ObjectMeta: meta, Spec: mutationsv1.AssignSpec{ApplyTo: fuzzApplyTo, Location: loc,
 			Parameters: mutationsv1.AssignParameters{PathTests: tests, Assign: mutationsv1.AssignField{Value: &mutationsv1.Value{Value: fuzzValue(s, 0)}}}}})
 	case 1:
 		m = fuzzModifySet(s, meta, fuzzApplyTo, loc, tests, func() any { return fuzzValue(s, 1) })
 	case 2:
-		m, _ = NewAssignImage(&mutationsv1alpha1.AssignImage{ObjectMeta: meta, Spec: mutationsv1.AssignImageSpec{ApplyTo: fuzzApplyTo, Location: loc,
+		m, _ = newAssignImage(&mutationsv1alpha1.AssignImage{ObjectMeta: meta, Spec: mutationsv1.AssignImageSpec{ApplyTo: fuzzApplyTo, Location: loc,
 			Parameters: mutationsv1.AssignImageParameters{PathTests: tests, AssignDomain: []string{"", "r.io"}[s.next(2)], AssignTag: ":v1"}}})
 	default:
-		m, _ = NewAssignMetadata(&mutationsv1.AssignMetadata{ObjectMeta: meta, Spec: mutationsv1.AssignMetadataSpec{Location: "metadata.labels." + fuzzNames[s.next(len(fuzzNames))],
+		m, _ = newAssignMetadata(&mutationsv1.AssignMetadata{ObjectMeta: meta, Spec: mutationsv1.AssignMetadataSpec{Location: "metadata.labels." + fuzzNames[s.next(len(fuzzNames))],
 			Parameters: mutationsv1.MetadataParameters{Assign: mutationsv1.AssignField{Value: &mutationsv1.Value{Value: "v"}}}}})
 	}
 	return m
@@ -140,7 +140,7 @@ func fuzzModifySet(s *bytesSource, meta metav1.ObjectMeta, applyTo []mutationsv1
 	if s.next(2) == 0 {
 		op = mutationsv1.OperationPrune
 	}
-	m, _ := NewModifySet(&mutationsv1.ModifySet{ObjectMeta: meta, Spec: mutationsv1.ModifySetSpec{ApplyTo: applyTo, Location: loc,
+	m, _ := newModifySet(&mutationsv1.ModifySet{ObjectMeta: meta, Spec: mutationsv1.ModifySetSpec{ApplyTo: applyTo, Location: loc,
 		Parameters: mutationsv1.ModifySetParameters{PathTests: tests, Operation: op, Values: mutationsv1.Values{FromList: vals}}}})
 	return m
 }

@@ -270,7 +270,7 @@ func Mutate(candidates []*Mutator, obj map[string]any, t *match.Target) (Result,
 // object (MutateTyped).
 type mutable interface {
 	// apply runs m once.
-	apply(m *Mutator, md Metadata) (bool, error)
+	apply(m *Mutator, md requestMeta) (bool, error)
 	labels() labels.Labels
 	snapshot() (any, error)
 	// same compares the object with a snapshot, as JSON.
@@ -280,8 +280,8 @@ type mutable interface {
 // unstructuredRoot is an object in its unstructured form.
 type unstructuredRoot map[string]any
 
-func (o unstructuredRoot) apply(m *Mutator, md Metadata) (bool, error) {
-	return m.Mutate(o, md)
+func (o unstructuredRoot) apply(m *Mutator, md requestMeta) (bool, error) {
+	return m.mutate(o, md)
 }
 func (o unstructuredRoot) labels() labels.Labels  { return labelsOf(o) }
 func (o unstructuredRoot) snapshot() (any, error) { return deepCopyJSON(map[string]any(o)), nil }
@@ -344,7 +344,7 @@ type pass struct {
 
 func runPass(candidates []*Mutator, obj mutable, t *match.Target) (pass, error) {
 	var p pass
-	md := Metadata{Namespace: t.Namespace, Name: t.Name}.withValues()
+	md := requestMeta{Namespace: t.Namespace, Name: t.Name}.withValues()
 	for i, m := range candidates {
 		ok, err := m.matcher.Matches(t)
 		if err != nil {
@@ -402,30 +402,30 @@ func describe(t *match.Target) string {
 
 // labelsOf reads metadata.labels from an unstructured object without
 // copying it.
-func labelsOf(obj map[string]any) LabelMap {
+func labelsOf(obj map[string]any) labelMap {
 	md, _ := obj["metadata"].(map[string]any)
 	l, _ := md["labels"].(map[string]any)
-	return LabelMap(l)
+	return labelMap(l)
 }
 
-// LabelMap presents the labels of an unstructured object to a selector.
+// labelMap presents the labels of an unstructured object to a selector.
 // Values that are not strings read as missing.
-type LabelMap map[string]any
+type labelMap map[string]any
 
 // Has reports whether the label is set to a string.
-func (l LabelMap) Has(key string) bool {
+func (l labelMap) Has(key string) bool {
 	_, ok := l[key].(string)
 	return ok
 }
 
 // Get returns the label's value, or "".
-func (l LabelMap) Get(key string) string {
+func (l labelMap) Get(key string) string {
 	s, _ := l[key].(string)
 	return s
 }
 
 // Lookup returns the label's value and whether it is set.
-func (l LabelMap) Lookup(key string) (string, bool) {
+func (l labelMap) Lookup(key string) (string, bool) {
 	s, ok := l[key].(string)
 	return s, ok
 }

@@ -105,7 +105,7 @@ func (e effect) or(o effect) effect { return effect{e.wrote || o.wrote, e.change
 var changedByWrite = effect{wrote: true, changed: true}
 
 // run applies m once below root.
-func (m *Mutator) run(root object, md Metadata) (bool, error) {
+func (m *Mutator) run(root object, md requestMeta) (bool, error) {
 	if len(m.nodes) == 0 {
 		return false, nil
 	}
@@ -137,7 +137,7 @@ func (m *Mutator) fail(err error) error {
 }
 
 // walkObject applies nodes[i:] to o, node i being one of its members.
-func (m *Mutator) walkObject(o object, i int, md Metadata) (effect, error) {
+func (m *Mutator) walkObject(o object, i int, md requestMeta) (effect, error) {
 	n, ok := m.nodes[i].(path.Object)
 	if !ok {
 		// The parser never puts a list node first or after another one.
@@ -177,7 +177,7 @@ func (m *Mutator) walkObject(o object, i int, md Metadata) (effect, error) {
 }
 
 // walkList applies nodes[i:] to l, node i selecting its elements.
-func (m *Mutator) walkList(l list, n path.List, i int, md Metadata) (effect, error) {
+func (m *Mutator) walkList(l list, n path.List, i int, md requestMeta) (effect, error) {
 	last := i == len(m.nodes)-1
 	if n.Glob {
 		// Every element exists, so MustNotExist never holds; and a glob
@@ -209,7 +209,7 @@ func (m *Mutator) walkList(l list, n path.List, i int, md Metadata) (effect, err
 
 // walkElements walks below the elements from first on: every one, or
 // those with the key of sel.
-func (m *Mutator) walkElements(l list, first int, sel *path.List, i int, md Metadata) (effect, error) {
+func (m *Mutator) walkElements(l list, first int, sel *path.List, i int, md requestMeta) (effect, error) {
 	var e effect
 	for j := first; j < l.len(); j++ {
 		o, ok := l.elem(j)
@@ -256,7 +256,7 @@ func (m *Mutator) firstKeyed(l list, n path.List, i int, last bool) (int, error)
 
 // appendElement creates the element the selector names, `{key: value}`,
 // and keeps it only if the rest of the path wrote something into it.
-func (m *Mutator) appendElement(l list, n path.List, i int, md Metadata) (effect, error) {
+func (m *Mutator) appendElement(l list, n path.List, i int, md requestMeta) (effect, error) {
 	o, err := l.newElement(n.KeyField, n.KeyValue)
 	if err != nil {
 		return effect{}, m.fail(fmt.Errorf("%s cannot be created: %w", prefixString(m.location, i), err))
