@@ -358,22 +358,23 @@ type decodedEachTime struct {
 // errDecoding marks the model's refusal of an object the decoder refuses.
 var errDecoding = errors.New("the object does not decode")
 
-func (o *decodedEachTime) apply(m *Mutator, md requestMeta) (bool, error) {
+func (o *decodedEachTime) apply(m *Mutator, md requestMeta) (effect, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o.obj)
 	if err != nil {
-		return false, err
+		return effect{}, err
 	}
 	before := deepCopyJSON(map[string]any(u))
-	if _, err := m.mutate(u, md); err != nil {
-		return false, err
+	e, err := m.mutateUnstructured(u, md)
+	if err != nil {
+		return effect{}, err
 	}
 	out := reflect.New(reflect.TypeOf(o.obj).Elem())
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, out.Interface()); err != nil {
-		return false, fmt.Errorf("%w after %s: %v", errDecoding, m.id, err)
+		return effect{}, fmt.Errorf("%w after %s: %v", errDecoding, m.id, err)
 	}
 	reflect.ValueOf(o.obj).Elem().Set(out.Elem())
 	after, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o.obj)
-	return !jsonEqual(before, after), err
+	return effect{wrote: e.wrote, changed: !jsonEqual(before, after), reached: e.reached}, err
 }
 
 func (o *decodedEachTime) labels() labels.Labels {

@@ -41,8 +41,14 @@ func (md requestMeta) withValues() requestMeta {
 // (map[string]any, as custom resources arrive), in place, and reports
 // whether any value really changed.
 func (m *Mutator) mutate(obj map[string]any, md requestMeta) (bool, error) {
+	e, err := m.mutateUnstructured(obj, md)
+	return e.changed, err
+}
+
+// mutateUnstructured is mutate with the whole effect.
+func (m *Mutator) mutateUnstructured(obj map[string]any, md requestMeta) (effect, error) {
 	if obj == nil {
-		return false, fmt.Errorf("%s: the object is null, there is nothing to mutate", m.id)
+		return effect{}, fmt.Errorf("%s: the object is null, there is nothing to mutate", m.id)
 	}
 	sc := jsonScratches.Get().(*jsonScratch)
 	defer sc.release()
