@@ -20,7 +20,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -30,6 +32,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator"
@@ -266,4 +269,29 @@ func counter(t testing.TB, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestReviewConcurrent reviews identical pod creates at once, as a
+// ReplicaSet's burst sends them: each is a request of its own, and the
+// shared reinvocation cache stays race-free (go test -race).
+func TestReviewConcurrent(t *testing.T) {
+	f := newFixture(t, []runtime.Object{namespace("prod")}, envPreset("a", "X", "1"))
+	injectedBefore := counter(t, "apiserver_admission_podpreset_pods_injected_total")
+	const n = 16
+	var wg sync.WaitGroup
+	for i := range n {
+		req := podCreate(t, types.UID(fmt.Sprint(i)), webPod())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := f.host.Review(context.Background(), webhook.Mutate, "PodPreset", req)
+			if err != nil || len(resp.Patch) == 0 {
+				t.Errorf("review %d: %v, %+v", i, err, resp)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := counter(t, "apiserver_admission_podpreset_pods_injected_total") - injectedBefore; got != n {
+		t.Errorf("%d identical requests counted %v times", n, got)
+	}
 }
