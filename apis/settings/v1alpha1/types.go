@@ -28,7 +28,7 @@ import (
 // requirements for a Pod.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:path=podpresets,scope=Namespaced
+// +kubebuilder:resource:path=podpresets,scope=Namespaced,shortName=pp
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, settings.k8s.io was removed from Kubernetes in 1.20 and is served again by admitkit: https://github.com/admitkit/admitkit"
 // +kubebuilder:printcolumn:name="Selector",type=string,JSONPath=".spec.selector",description="The pods it applies to."
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp",description="Time since the preset was created."
@@ -183,7 +183,7 @@ type PodPresetList struct {
 // its selector matches there.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:path=clusterpodpresets,scope=Cluster
+// +kubebuilder:resource:path=clusterpodpresets,scope=Cluster,shortName=cpp
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, settings.k8s.io was removed from Kubernetes in 1.20 and is served again by admitkit: https://github.com/admitkit/admitkit"
 // +kubebuilder:printcolumn:name="Namespace Selector",type=string,JSONPath=".spec.namespaceSelector",description="The namespaces it applies in."
 // +kubebuilder:printcolumn:name="Selector",type=string,JSONPath=".spec.selector",description="The pods it applies to."

@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Package crds ships settings.k8s.io/v1alpha1 (PodPreset and
 // ClusterPodPreset) as CustomResourceDefinitions, for clusters whose
 // kube-apiserver cannot serve the group from registry/settings itself: the

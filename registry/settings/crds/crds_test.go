@@ -14,11 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 package crds
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,19 +29,25 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/admitkit/admitkit/registry/crdinstall"
+	clusterpodpresetstorage "github.com/admitkit/admitkit/registry/settings/clusterpodpreset/storage"
+	podpresetstorage "github.com/admitkit/admitkit/registry/settings/podpreset/storage"
 )
 
 // The CRDs serve the group under its own name, with the annotation
 // kube-apiserver requires of a CRD in a k8s.io group that was never
-// approved, and the scopes and names the in-process registry serves.
+// approved, and the scopes, names and short names the in-process registry
+// serves.
 func TestManifests(t *testing.T) {
 	crds, err := Manifests()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []struct{ name, kind, plural, scope string }{
-		{"clusterpodpresets.settings.k8s.io", "ClusterPodPreset", "clusterpodpresets", "Cluster"},
-		{"podpresets.settings.k8s.io", "PodPreset", "podpresets", "Namespaced"},
+	want := []struct {
+		name, kind, plural, scope string
+		shortNames                []string
+	}{
+		{"clusterpodpresets.settings.k8s.io", "ClusterPodPreset", "clusterpodpresets", "Cluster", (*clusterpodpresetstorage.REST)(nil).ShortNames()},
+		{"podpresets.settings.k8s.io", "PodPreset", "podpresets", "Namespaced", (*podpresetstorage.REST)(nil).ShortNames()},
 	}
 	if len(crds) != len(want) {
 		t.Fatalf("%d CRDs, want %d", len(crds), len(want))
@@ -63,6 +69,9 @@ func TestManifests(t *testing.T) {
 				if c.got != c.want {
 					t.Errorf("got %q, want %q", c.got, c.want)
 				}
+			}
+			if got, _, _ := unstructured.NestedStringSlice(crd.Object, "spec", "names", "shortNames"); !slices.Equal(got, w.shortNames) {
+				t.Errorf("shortNames %v, want the registry's %v", got, w.shortNames)
 			}
 			// kube-apiserver accepts a value that starts with "unapproved"
 			// for a group it never approved; anything else must be a URL of
