@@ -25,9 +25,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -278,5 +280,37 @@ func TestFromFiles(t *testing.T) {
 	}
 	if _, err := NewFromFiles("", "k", "", nil, nil, nil); err == nil {
 		t.Error("NewFromFiles without a certificate file succeeded")
+	}
+}
+
+func TestFlags(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		args      []string
+		cert, key string
+		wantErr   string
+	}{
+		{name: "self-managed", args: []string{"--cert-ip-addresses=127.0.0.1", "--mutating-webhook-configuration=m"}},
+		{name: "no names", args: nil, wantErr: "at least one DNS name"},
+		{name: "bad secret", args: []string{"--cert-secret=nons", "--cert-dns-names=a.b.svc"}, wantErr: "want NAMESPACE/NAME"},
+		{name: "CA without a certificate", args: []string{"--tls-ca-file=ca.crt", "--cert-dns-names=a.b.svc"}, wantErr: "--tls-ca-file needs"},
+		{name: "given", args: []string{"--tls-ca-file=ca.crt"}, cert: "tls.crt", key: "tls.key"},
+		{name: "given without key", cert: "tls.crt", wantErr: "both a certificate file and a key file"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var f Flags
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			f.AddFlags(fs)
+			if err := fs.Parse(c.args); err != nil {
+				t.Fatal(err)
+			}
+			_, err := f.New(fake.NewClientset(), c.cert, c.key)
+			switch {
+			case c.wantErr == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+				t.Fatalf("error %v, want one saying %q", err, c.wantErr)
+			}
+		})
 	}
 }
