@@ -227,7 +227,7 @@ func (m *Manager) syncSecret(ctx context.Context) (*tls.Certificate, []byte, err
 	klog.InfoS("Renewed the webhook serving certificate", "secret", name, "reason", why, "newCA", newCA)
 	mat, err = parse(data)
 	if err != nil {
-		return nil, nil, fmt.Errorf("Secret %s as renewed: %w", name, err)
+		return nil, nil, fmt.Errorf("the renewed Secret %s: %w", name, err)
 	}
 	return mat.cert, mat.caBundle, nil
 }

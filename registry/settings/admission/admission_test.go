@@ -81,7 +81,7 @@ func newRegistry(t *testing.T) registry {
 
 // write sends body to the registry, as a create when old is empty, and
 // returns the stored object, the error and the warnings.
-func (r registry) write(t *testing.T, gr schema.GroupResource, body, old string) (runtime.Object, error, []string) {
+func (r registry) write(t *testing.T, gr schema.GroupResource, body, old string) (runtime.Object, []string, error) {
 	t.Helper()
 	ctx, warnings := withWarnings(genericapirequest.WithNamespace(context.Background(), namespaceOf(gr)))
 	s := r.stores[gr]
@@ -92,10 +92,10 @@ func (r registry) write(t *testing.T, gr schema.GroupResource, body, old string)
 		obj := r.decode(t, body)
 		name := obj.(metav1.Object).GetName()
 		out, _, err := s.Update(ctx, name, rest.DefaultUpdatedObjectInfo(obj), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
-		return out, err, warnings.texts
+		return out, warnings.texts, err
 	}
 	out, err := s.Create(ctx, r.decode(t, body), rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
-	return out, err, warnings.texts
+	return out, warnings.texts, err
 }
 
 func (r registry) decode(t *testing.T, body string) runtime.Object {
@@ -126,7 +126,7 @@ func withWarnings(ctx context.Context) (context.Context, *recorder) {
 // webhook runs body through both plugins as the webhook host does for a
 // CRD: the object decoded into the v1alpha1 type (typed) or, when the host's
 // scheme lacks it, into an Unstructured, and not defaulted.
-func webhook(t *testing.T, gr schema.GroupResource, body, old string, typed bool) (runtime.Object, error, []string) {
+func webhook(t *testing.T, gr schema.GroupResource, body, old string, typed bool) (runtime.Object, []string, error) {
 	t.Helper()
 	k := kinds[gr]
 	obj, oldObj := decodeAs(t, k, body, typed), decodeAs(t, k, old, typed)
@@ -145,16 +145,16 @@ func webhook(t *testing.T, gr schema.GroupResource, body, old string, typed bool
 	ctx, warnings := withWarnings(context.Background())
 	a := attributes(gr, obj, oldObj, op)
 	if err := NewDefaults().Admit(ctx, a, nil); err != nil {
-		return nil, err, warnings.texts
+		return nil, warnings.texts, err
 	}
 	if err := NewValidation(nil).Validate(ctx, a, nil); err != nil {
-		return nil, err, warnings.texts
+		return nil, warnings.texts, err
 	}
 	internal, err := k.internal(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return internal, nil, warnings.texts
+	return internal, warnings.texts, nil
 }
 
 func decodeAs(t *testing.T, k kind, body string, typed bool) runtime.Object {
@@ -209,9 +209,9 @@ func TestSameAsRegistry(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			wantObj, wantErr, wantWarnings := newRegistry(t).write(t, c.resource, c.body, c.old)
+			wantObj, wantWarnings, wantErr := newRegistry(t).write(t, c.resource, c.body, c.old)
 			for _, typed := range []bool{true, false} {
-				obj, err, warnings := webhook(t, c.resource, c.body, c.old, typed)
+				obj, warnings, err := webhook(t, c.resource, c.body, c.old, typed)
 				if diff := cmp.Diff(status(wantErr), status(err)); diff != "" {
 					t.Errorf("typed=%v: error differs from the registry's (-registry +webhook):\n%s", typed, diff)
 				}
