@@ -32,7 +32,7 @@ limitations under the License.
 // re-applies a configuration without it.
 //
 // Given (NewFromFiles): a certificate from elsewhere (cert-manager, a
-// company CA) is served from its files, read again when they change, and a
+// company CA) is served from its files, read again every minute, and a
 // CA file, if given, is written into the configurations the same way.
 package servingcert
 
