@@ -32,8 +32,10 @@ limitations under the License.
 // shared by the HTTP handler and by hosts without HTTP (an offline admit
 // command). It gives the plugin what kube-apiserver would: the request's
 // versioned objects (custom resources unstructured), its options, dry run,
-// user with extra, and a reinvocation context shared by every review with
-// the same request UID. What the plugin did comes back as kube-apiserver
+// user with extra, and a reinvocation context shared by the reviews of one
+// request (kube-apiserver's second call of a mutating webhook is told from
+// a new request by the plugin's own changes in its object: see
+// reinvocation.go). What the plugin did comes back as kube-apiserver
 // expects it of a webhook: its refusal as the metav1.Status kube-apiserver
 // itself would answer, a JSONPatch of its changes, its warnings, and its
 // audit annotations.

@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,10 +85,12 @@ plugins:
 `
 
 // Test plugins that refuse the way a plugin may: with an APIStatus that
-// has field causes, and with a plain error.
+// has field causes, and with a plain error; and one that records the
+// attributes it is given.
 const (
-	invalidPlugin = "TestInvalid"
-	plainPlugin   = "TestPlainError"
+	invalidPlugin   = "TestInvalid"
+	plainPlugin     = "TestPlainError"
+	recordingPlugin = "TestRecording"
 )
 
 type refusingPlugin struct {
@@ -99,7 +102,29 @@ func (p refusingPlugin) Validate(context.Context, admission.Attributes, admissio
 	return p.err
 }
 
-func registerRefusing(plugins *admission.Plugins) {
+// recorder is the last attributes the recording plugin validated.
+type recorder struct {
+	mu    sync.Mutex
+	attrs admission.Attributes
+}
+
+func (r *recorder) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.attrs = a
+	return nil
+}
+
+func (r *recorder) Handles(admission.Operation) bool { return true }
+
+func (r *recorder) last() admission.Attributes {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.attrs
+}
+
+func registerTestPlugins(plugins *admission.Plugins, rec *recorder) {
+	plugins.Register(recordingPlugin, func(io.Reader) (admission.Interface, error) { return rec, nil })
 	invalid := apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), "web", field.ErrorList{
 		field.Required(field.NewPath("spec", "containers").Index(0).Child("image"), "an image is required"),
 		field.Invalid(field.NewPath("metadata", "labels").Key("app"), "x/y", "not a label value"),
@@ -120,6 +145,8 @@ type fixture struct {
 	plugins      *admission.Plugins
 	initializers []admission.PluginInitializer
 	scheme       *runtime.Scheme
+	// recorded has what the recording plugin was last given.
+	recorded *recorder
 }
 
 // newFixture starts a host of the three plugins and the test plugins over
@@ -151,7 +178,8 @@ func newFixtureWithConfig(t testing.TB, admissionConfig string, objects []runtim
 	}
 	plugins := admission.NewPlugins()
 	plugin.RegisterAllAdmissionPlugins(plugins)
-	registerRefusing(plugins)
+	rec := &recorder{}
+	registerTestPlugins(plugins, rec)
 	initializers := []admission.PluginInitializer{
 		genericadmissioninitializer.New(kube, dynamicfake.NewSimpleDynamicClient(scheme), kubeInformers,
 			authorizerfactory.NewAlwaysAllowAuthorizer(), gates, compatibility.NewEffectiveVersionFromString("1.37", "", ""), stop, nil),
@@ -160,7 +188,7 @@ func newFixtureWithConfig(t testing.TB, admissionConfig string, objects []runtim
 	}
 	host, err := webhook.New(webhook.Options{
 		Plugins:      plugins,
-		Enabled:      []string{"PodPreset", "NodeRestriction", "LocationMutator", invalidPlugin, plainPlugin},
+		Enabled:      []string{"PodPreset", "NodeRestriction", "LocationMutator", invalidPlugin, plainPlugin, recordingPlugin},
 		ConfigFile:   configFile,
 		Initializers: initializers,
 		Informers:    []webhook.InformerFactory{kubeInformers, settingsInformers},
@@ -177,7 +205,7 @@ func newFixtureWithConfig(t testing.TB, admissionConfig string, objects []runtim
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return &fixture{host: host, kube: kube, plugins: plugins, initializers: initializers, scheme: scheme}
+	return &fixture{host: host, kube: kube, plugins: plugins, initializers: initializers, scheme: scheme, recorded: rec}
 }
 
 func namespace(name string) *corev1.Namespace {

@@ -46,10 +46,12 @@ const (
 	Validate Phase = "validate"
 )
 
-// Defaults of the reinvocation cache.
+// Defaults of the reinvocation cache, which keeps the state of recent
+// requests so that kube-apiserver's second call of a mutating webhook on a
+// request finds what the first call recorded.
 const (
-	// DefaultReinvocationCacheSize bounds the requests whose state is
-	// kept.
+	// DefaultReinvocationCacheSize bounds the request fingerprints whose
+	// state is kept.
 	DefaultReinvocationCacheSize = 10000
 	// DefaultReinvocationTTL is how long a request's state is kept after
 	// its first review: longer than kube-apiserver's default request
@@ -133,9 +135,6 @@ func New(opts Options) (*Host, error) {
 		reinvocations:    newReinvocations(orDefault(opts.ReinvocationCacheSize, DefaultReinvocationCacheSize), orDefault(opts.ReinvocationTTL, DefaultReinvocationTTL)),
 	}
 	for _, name := range opts.Enabled {
-		if _, twice := h.plugins[strings.ToLower(name)]; twice {
-			return nil, fmt.Errorf("admission plugin %q is enabled twice", name)
-		}
 		config, err := configs.ConfigFor(name)
 		if err != nil {
 			return nil, fmt.Errorf("admission plugin %q: %w", name, err)
@@ -173,10 +172,15 @@ func (o Options) validate() error {
 	case o.Scheme == nil:
 		return errors.New("webhook: Options.Scheme is nil")
 	}
+	seen := map[string]bool{}
 	for _, name := range o.Enabled {
 		if name == "" {
 			return errors.New("webhook: an enabled admission plugin has no name")
 		}
+		if seen[strings.ToLower(name)] {
+			return fmt.Errorf("webhook: admission plugin %q is enabled twice", name)
+		}
+		seen[strings.ToLower(name)] = true
 	}
 	return nil
 }

@@ -19,36 +19,22 @@ package webhook
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 )
 
-// patchOperation is one operation of an RFC 6902 JSON Patch.
+// patchOperation is one operation of an RFC 6902 JSON Patch. Value is a
+// value of the document diffed, as it was encoded there.
 type patchOperation struct {
 	Op    string
 	Path  string
-	Value json.RawMessage
+	Value []byte
 }
 
-// MarshalJSON writes the value of every add and replace, null included,
-// and none for a remove.
-func (o patchOperation) MarshalJSON() ([]byte, error) {
-	if o.Op == "remove" {
-		return json.Marshal(struct {
-			Op   string `json:"op"`
-			Path string `json:"path"`
-		}{o.Op, o.Path})
-	}
-	return json.Marshal(struct {
-		Op    string          `json:"op"`
-		Path  string          `json:"path"`
-		Value json.RawMessage `json:"value"`
-	}{o.Op, o.Path, o.Value})
-}
-
-// jsonPatch returns the RFC 6902 patch that turns the JSON document before
-// into after, or nil when they hold the same values.
+// diffJSON returns the RFC 6902 operations that turn the JSON document
+// before into after, none when they hold the same values.
 //
 // kube-apiserver applies the patch to its own encoding of the object it
 // sent. before and after are both the host's encoding of the decoded
@@ -62,50 +48,77 @@ func (o patchOperation) MarshalJSON() ([]byte, error) {
 // rather than one add: longer, never wrong. Subtrees whose encodings are
 // the same bytes are not decoded at all, so a change costs in proportion
 // to its path, not to the object.
-func jsonPatch(before, after []byte) ([]byte, error) {
-	ops, err := diffValue(nil, "", before, after)
-	if err != nil || len(ops) == 0 {
-		return nil, err
-	}
-	return json.Marshal(ops)
+func diffJSON(before, after []byte) ([]patchOperation, error) {
+	return diffValue(nil, "", before, after)
 }
 
-func diffValue(ops []patchOperation, path string, from, to json.RawMessage) ([]patchOperation, error) {
+// marshalPatch writes ops as a JSON Patch: a value for every add and
+// replace, null included, none for a remove.
+func marshalPatch(ops []patchOperation) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	for i, op := range ops {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		path, err := json.Marshal(op.Path)
+		if err != nil {
+			return nil, err
+		}
+		buf.WriteString(`{"op":"`)
+		buf.WriteString(op.Op)
+		buf.WriteString(`","path":`)
+		buf.Write(path)
+		if op.Op != "remove" {
+			buf.WriteString(`,"value":`)
+			if err := json.Compact(&buf, op.Value); err != nil {
+				return nil, err
+			}
+		}
+		buf.WriteByte('}')
+	}
+	buf.WriteByte(']')
+	return buf.Bytes(), nil
+}
+
+func diffValue(ops []patchOperation, path string, from, to []byte) ([]patchOperation, error) {
 	from, to = bytes.TrimSpace(from), bytes.TrimSpace(to)
 	if bytes.Equal(from, to) {
 		return ops, nil
 	}
 	switch {
 	case isKind(from, '{') && isKind(to, '{'):
-		var f, t map[string]json.RawMessage
-		if err := json.Unmarshal(from, &f); err != nil {
+		f, err := splitObject(from)
+		if err != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal(to, &t); err != nil {
+		t, err := splitObject(to)
+		if err != nil {
 			return nil, err
 		}
 		return diffObject(ops, path, f, t)
 	case isKind(from, '[') && isKind(to, '['):
-		var f, t []json.RawMessage
-		if err := json.Unmarshal(from, &f); err != nil {
+		f, err := splitArray(from)
+		if err != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal(to, &t); err != nil {
+		t, err := splitArray(to)
+		if err != nil {
 			return nil, err
 		}
 		return diffList(ops, path, f, t)
 	}
 	if !json.Valid(to) {
-		return nil, &json.SyntaxError{}
+		return nil, fmt.Errorf("invalid JSON value at %q", path)
 	}
 	return append(ops, patchOperation{Op: "replace", Path: path, Value: to}), nil
 }
 
-func isKind(v json.RawMessage, open byte) bool {
+func isKind(v []byte, open byte) bool {
 	return len(v) > 0 && v[0] == open
 }
 
-func diffObject(ops []patchOperation, path string, from, to map[string]json.RawMessage) ([]patchOperation, error) {
+func diffObject(ops []patchOperation, path string, from, to map[string][]byte) ([]patchOperation, error) {
 	for _, key := range sortedKeys(from) {
 		if _, kept := to[key]; !kept {
 			ops = append(ops, patchOperation{Op: "remove", Path: path + "/" + escapePointer(key)})
@@ -126,7 +139,7 @@ func diffObject(ops []patchOperation, path string, from, to map[string]json.RawM
 	return ops, nil
 }
 
-func diffList(ops []patchOperation, path string, from, to []json.RawMessage) ([]patchOperation, error) {
+func diffList(ops []patchOperation, path string, from, to [][]byte) ([]patchOperation, error) {
 	common := min(len(from), len(to))
 	var err error
 	for i := range common {

@@ -24,6 +24,15 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
 
+// jsonPatch is the patch of the operations diffJSON finds, nil for none.
+func jsonPatch(before, after []byte) ([]byte, error) {
+	ops, err := diffJSON(before, after)
+	if err != nil || len(ops) == 0 {
+		return nil, err
+	}
+	return marshalPatch(ops)
+}
+
 // applies checks that the patch jsonPatch makes turns before into after
 // when a real JSON Patch library applies it.
 func applies(t *testing.T, before, after string) []byte {

@@ -37,19 +37,19 @@ func (h *Host) review(ctx context.Context, phase Phase, p *servedPlugin, req *ad
 	if !p.plugin.Handles(operation) {
 		return resp
 	}
-	state := h.reinvocations.state(req.UID)
-	state.mu.Lock()
-	defer state.mu.Unlock()
 	attrs, err := h.newAttributes(req)
 	if err != nil {
 		return refuse(resp, err)
 	}
-	attrs.reinvocation = state.begin(p.name, phase == Mutate)
+	state, recognized := h.reinvocations.state(p.name, req, phase == Mutate)
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	attrs.reinvocation = state.begin(req, phase == Mutate, recognized)
 
 	warnings := &warningRecorder{}
 	ctx = warning.WithWarningRecorder(ctx, warnings)
 	if phase == Mutate {
-		err = h.admit(ctx, p.mutator, attrs, resp)
+		err = h.admit(ctx, p.mutator, attrs, state, resp)
 	} else {
 		err = p.validator.Validate(ctx, attrs, h.objectInterfaces)
 	}
@@ -63,8 +63,8 @@ func (h *Host) review(ctx context.Context, phase Phase, p *servedPlugin, req *ad
 }
 
 // admit runs a mutating plugin and puts the JSONPatch of what it changed
-// into resp.
-func (h *Host) admit(ctx context.Context, plugin admission.MutationInterface, attrs *attributes, resp *admissionv1.AdmissionResponse) error {
+// into resp, and notes what it wrote in the request's state.
+func (h *Host) admit(ctx context.Context, plugin admission.MutationInterface, attrs *attributes, state *requestState, resp *admissionv1.AdmissionResponse) error {
 	obj := attrs.GetObject()
 	if obj == nil {
 		return plugin.Admit(ctx, attrs, h.objectInterfaces)
@@ -83,13 +83,17 @@ func (h *Host) admit(ctx context.Context, plugin admission.MutationInterface, at
 	if bytes.Equal(before, after) {
 		return nil
 	}
-	patch, err := jsonPatch(before, after)
+	ops, err := diffJSON(before, after)
+	if err == nil && len(ops) > 0 {
+		resp.Patch, err = marshalPatch(ops)
+	}
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("computing the patch of %s: %w", attrs.GetResource().GroupResource(), err))
 	}
-	if patch != nil {
+	if len(ops) > 0 {
+		state.wrote(ops)
 		patchType := admissionv1.PatchTypeJSONPatch
-		resp.Patch, resp.PatchType = patch, &patchType
+		resp.PatchType = &patchType
 	}
 	return nil
 }

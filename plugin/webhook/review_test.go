@@ -20,7 +20,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -30,6 +32,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator"
@@ -95,45 +98,57 @@ func TestReviewPodPreset(t *testing.T) {
 	}
 }
 
-// TestReviewReinvocation sends the same request (one UID) twice, as
-// kube-apiserver reinvokes a mutating webhook: what the plugins count,
-// warn about and annotate stays once per request.
+// TestReviewReinvocation sends what kube-apiserver sends when it calls a
+// mutating webhook again on one request: a new UID, and the object as the
+// first call left it plus what a later webhook changed. What the plugins
+// count, warn about and annotate stays once per request; a new request
+// with the same fields (a controller's next, identical pod) counts again.
 func TestReviewReinvocation(t *testing.T) {
-	f := newFixture(t, []runtime.Object{namespace("prod")}, envPreset("a", "X", "1"), envPreset("b", "X", "2"))
-	conflictsBefore := counter(t, "apiserver_admission_podpreset_conflicts_total")
+	warn := envPreset("w", "Y", "2")
+	warn.Spec.Mode = "Warn"
+	f := newFixture(t, []runtime.Object{namespace("prod")}, envPreset("a", "X", "1"), warn)
+	injectedBefore := counter(t, "apiserver_admission_podpreset_pods_injected_total")
 
-	first := review(t, f.host, webhook.Mutate, "PodPreset", podCreate(t, "same", webPod()))
-	if len(first.Warnings) != 1 || !strings.Contains(first.Warnings[0], "conflict") {
-		t.Errorf("first review's warnings = %q, want the conflict", first.Warnings)
+	first := podCreate(t, "call-1", webPod())
+	firstResp := review(t, f.host, webhook.Mutate, "PodPreset", first)
+	if len(firstResp.Warnings) != 1 || !strings.Contains(firstResp.Warnings[0], "w") {
+		t.Errorf("first call's warnings = %q, want the Warn preset's", firstResp.Warnings)
 	}
-	if first.Patch != nil || !first.Allowed {
-		t.Errorf("a conflict admits the pod unchanged; got allowed %v, patch %s", first.Allowed, first.Patch)
+	// A later webhook adds a label: kube-apiserver calls again.
+	later := patched(t, first, firstResp)
+	later.Labels["team"] = "a"
+	again := review(t, f.host, webhook.Mutate, "PodPreset", podCreate(t, "call-2", later))
+	if len(again.Warnings) != 0 || len(again.Patch) != 0 {
+		t.Errorf("second call warned %q and patched %s; want neither", again.Warnings, again.Patch)
 	}
-	again := review(t, f.host, webhook.Mutate, "PodPreset", podCreate(t, "same", webPod()))
-	if len(again.Warnings) != 0 {
-		t.Errorf("reinvocation warned again: %q", again.Warnings)
+	if got := counter(t, "apiserver_admission_podpreset_pods_injected_total") - injectedBefore; got != 1 {
+		t.Errorf("pod counted as injected %v times, want once", got)
 	}
-	if got := counter(t, "apiserver_admission_podpreset_conflicts_total") - conflictsBefore; got != 1 {
-		t.Errorf("conflicts counted %v times, want once", got)
+	// The controller's next pod, the same as the first.
+	next := review(t, f.host, webhook.Mutate, "PodPreset", podCreate(t, "call-3", webPod()))
+	if len(next.Warnings) != 1 || len(next.Patch) == 0 {
+		t.Errorf("a new request's warnings %q and patch %s; want both", next.Warnings, next.Patch)
 	}
-	other := review(t, f.host, webhook.Mutate, "PodPreset", podCreate(t, "other", webPod()))
-	if len(other.Warnings) != 1 {
-		t.Errorf("another request's warnings = %q, want the conflict", other.Warnings)
+	if got := counter(t, "apiserver_admission_podpreset_pods_injected_total") - injectedBefore; got != 2 {
+		t.Errorf("pods counted as injected %v times, want twice", got)
 	}
 
-	// LocationMutator records a reinvocation's mutations under a key of
-	// their own.
-	lm := review(t, f.host, webhook.Mutate, locationmutator.PluginName, podCreate(t, "lm", webPod()))
-	lmAgain := review(t, f.host, webhook.Mutate, locationmutator.PluginName, podCreate(t, "lm", webPod()))
+	// LocationMutator records what a second call changes under a key of
+	// its own: here the pull policy of a container a later webhook added.
+	lmFirst := podCreate(t, "lm-1", webPod())
+	lmResp := review(t, f.host, webhook.Mutate, locationmutator.PluginName, lmFirst)
+	lmLater := patched(t, lmFirst, lmResp)
+	lmLater.Spec.Containers = append(lmLater.Spec.Containers, corev1.Container{Name: "sidecar", Image: "envoy"})
+	lmAgain := review(t, f.host, webhook.Mutate, locationmutator.PluginName, podCreate(t, "lm-2", lmLater))
 	// The keys are the names after the plugin's domain: kube-apiserver
 	// prefixes them with the webhook's name.
 	want := map[string]string{"mutations": "Assign/always-pull,AssignMetadata/owner"}
-	if diff := cmp.Diff(want, lm.AuditAnnotations); diff != "" {
+	if diff := cmp.Diff(want, lmResp.AuditAnnotations); diff != "" {
 		t.Errorf("first audit annotations (-want +got):\n%s", diff)
 	}
-	want = map[string]string{"mutations-on-reinvocation": "Assign/always-pull,AssignMetadata/owner"}
+	want = map[string]string{"mutations-on-reinvocation": "Assign/always-pull"}
 	if diff := cmp.Diff(want, lmAgain.AuditAnnotations); diff != "" {
-		t.Errorf("reinvocation audit annotations (-want +got):\n%s", diff)
+		t.Errorf("second call's audit annotations (-want +got):\n%s", diff)
 	}
 }
 
@@ -254,4 +269,29 @@ func counter(t testing.TB, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestReviewConcurrent reviews identical pod creates at once, as a
+// ReplicaSet's burst sends them: each is a request of its own, and the
+// shared reinvocation cache stays race-free (go test -race).
+func TestReviewConcurrent(t *testing.T) {
+	f := newFixture(t, []runtime.Object{namespace("prod")}, envPreset("a", "X", "1"))
+	injectedBefore := counter(t, "apiserver_admission_podpreset_pods_injected_total")
+	const n = 16
+	var wg sync.WaitGroup
+	for i := range n {
+		req := podCreate(t, types.UID(fmt.Sprint(i)), webPod())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := f.host.Review(context.Background(), webhook.Mutate, "PodPreset", req)
+			if err != nil || len(resp.Patch) == 0 {
+				t.Errorf("review %d: %v, %+v", i, err, resp)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := counter(t, "apiserver_admission_podpreset_pods_injected_total") - injectedBefore; got != n {
+		t.Errorf("%d identical requests counted %v times", n, got)
+	}
 }
