@@ -79,6 +79,19 @@ func run(m *testing.M) int {
 		return 1
 	}
 
+	stock, err := startStockHost()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the stock kube-apiserver with admitkit's webhooks: %v\n", err)
+		return 1
+	}
+	defer func() {
+		stock.webhook.Kill()
+		if err := stock.server.Cleanup(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the stock kube-apiserver: %v\n", err)
+		}
+	}()
+	hosts = append(hosts, stock)
+
 	code := m.Run()
 	// The controllers' watches would hold the server's graceful shutdown.
 	stopControllers()
@@ -89,7 +102,35 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "stopping kube-apiserver: %v\n", err)
 	}
 	logFile.Finish(code)
+	framework.RemoveCommands()
 	return code
+}
+
+// webhookIdentity is the identity of the stock host's webhook server.
+const webhookIdentity = "admitkit-webhook-1"
+
+// startStockHost starts upstream's own kube-apiserver with the server
+// configuration of the package, less what only the custom build serves,
+// and admitkit's webhook server beside it with the same plugin
+// configuration, installed from hack/manifests.
+func startStockHost() (*host, error) {
+	cfg := serverConfig()
+	cfg.AdmissionConfig, cfg.Files, cfg.Args = "", nil, nil
+	srv, err := framework.StartStock(cfg)
+	if err != nil {
+		return nil, err
+	}
+	webhook, err := framework.StartWebhookHost(srv, framework.WebhookConfig{
+		AdmissionConfig: admissionConfig,
+		Files:           map[string]string{"mutators.yaml": mutatorFile},
+		Plugins:         append(append([]string(nil), registered...), "SettingsDefaults", "SettingsValidation"),
+		Identity:        webhookIdentity,
+	})
+	if err != nil {
+		srv.Cleanup()
+		return nil, err
+	}
+	return &host{name: "webhook", server: srv, pluginIdentity: webhookIdentity, webhook: webhook}, nil
 }
 
 // serverConfig is the one server of this package: an audit log of the
@@ -220,6 +261,8 @@ type host struct {
 	// pluginIdentity is the identity the plugins key their status entries
 	// by, when it is not the kube-apiserver's own (a webhook server's).
 	pluginIdentity string
+	// webhook is admitkit's webhook server of a stock kube-apiserver.
+	webhook *framework.Webhook
 }
 
 // identity is the name under which the host's plugins write status
