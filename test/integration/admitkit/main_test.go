@@ -120,17 +120,23 @@ func startStockHost() (*host, error) {
 	if err != nil {
 		return nil, err
 	}
-	webhook, err := framework.StartWebhookHost(srv, framework.WebhookConfig{
-		AdmissionConfig: admissionConfig,
-		Files:           map[string]string{"mutators.yaml": mutatorFile},
-		Plugins:         append(append([]string(nil), registered...), "SettingsDefaults", "SettingsValidation"),
-		Identity:        webhookIdentity,
-	})
+	webhook, err := framework.StartWebhookHost(srv, webhookConfig(webhookIdentity))
 	if err != nil {
 		srv.Cleanup()
 		return nil, err
 	}
 	return &host{name: "webhook", server: srv, pluginIdentity: webhookIdentity, webhook: webhook}, nil
+}
+
+// webhookConfig is the webhook server of the stock host, with the plugin
+// configuration of the in-process one, under identity.
+func webhookConfig(identity string) framework.WebhookConfig {
+	return framework.WebhookConfig{
+		AdmissionConfig: admissionConfig,
+		Files:           map[string]string{"mutators.yaml": mutatorFile},
+		Plugins:         append(append([]string(nil), registered...), "SettingsDefaults", "SettingsValidation"),
+		Identity:        identity,
+	}
 }
 
 // serverConfig is the one server of this package: an audit log of the

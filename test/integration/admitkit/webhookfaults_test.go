@@ -171,3 +171,38 @@ func halfMutated(pod *corev1.Pod) string {
 	}
 	return ""
 }
+
+// TestWebhookReplicas runs a second replica of the webhook server beside
+// the first, as the manifests' Deployment does: each watches the mutators
+// by itself and writes its own status.byPod entry on a mutator applied
+// with kubectl, as Gatekeeper's pods do, and neither overwrites the
+// other's.
+func TestWebhookReplicas(t *testing.T) {
+	h := webhookHost(t)
+	const second = "admitkit-webhook-2"
+	replica, err := framework.StartWebhookReplica(h.server, webhookConfig(second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(replica.Kill)
+	const ns = "live-replicas"
+	framework.CreateNamespace(t, h.server.AdminConfig(), ns, nil)
+	h.mustKubectl(t, liveAssign("live-replicas", ns, "Never"), "apply", "-f", "-")
+	t.Cleanup(func() { h.kubectl(t, "", "delete", "assign", "live-replicas") })
+	assigns := framework.DynamicClient(t, h.server.AdminConfig()).Resource(assignGVR)
+	framework.Poll(t, "both replicas' status entries", func() bool {
+		u, err := assigns.Get(context.Background(), "live-replicas", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{webhookIdentity, second} {
+			if e, ok := entryOf(u, id); !ok || e["enforced"] != true || e["observedGeneration"] != u.GetGeneration() {
+				return false
+			}
+		}
+		return true
+	})
+	if out := h.mustKubectl(t, "", "get", "assign", "live-replicas", "-o", "jsonpath={.status.byPod[*].id}").Stdout; len(strings.Fields(out)) != 2 {
+		t.Errorf("status.byPod ids %q, want one entry per replica", out)
+	}
+}

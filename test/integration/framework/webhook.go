@@ -163,6 +163,23 @@ func StartWebhookHost(srv *Server, cfg WebhookConfig) (*Webhook, error) {
 	return w, nil
 }
 
+// StartWebhookReplica runs one more replica of admitkit's webhook server
+// beside the one StartWebhookHost installed, as the manifests' Deployment
+// runs two: the same service account, its own identity and port. The
+// webhook configurations keep pointing at the first; the replica serves
+// whoever calls it, and its plugins write their own status entries.
+func StartWebhookReplica(srv *Server, cfg WebhookConfig) (*Webhook, error) {
+	binary, err := BuildCommand("admitkit-webhook")
+	if err != nil {
+		return nil, err
+	}
+	w, err := newWebhook(srv, binary, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return w, w.start()
+}
+
 // newWebhook writes the server's files, its certificate and a kubeconfig
 // with a token of its service account.
 func newWebhook(srv *Server, binary string, cfg WebhookConfig) (*Webhook, error) {
