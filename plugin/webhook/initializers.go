@@ -36,9 +36,9 @@ import (
 	"k8s.io/component-base/compatibility"
 	"k8s.io/component-base/featuregate"
 
+	settingsclient "github.com/admitkit/admitkit/generated/clientset/versioned"
 	settingsinformers "github.com/admitkit/admitkit/generated/informers/externalversions"
 	"github.com/admitkit/admitkit/plugin/initializer"
-	"github.com/admitkit/admitkit/plugin/kubeapiserver"
 )
 
 // InitializerConfig is what the plugins' initializers are built from.
@@ -66,7 +66,8 @@ type Initializers struct {
 	Informers    []InformerFactory
 }
 
-// informerResync is the resync period of kube-apiserver's own informers.
+// informerResync is the resync period of kube-apiserver's own informers,
+// and of its settings.k8s.io informers.
 const informerResync = 10 * time.Minute
 
 // NewInitializers builds what the plugins get in kube-apiserver, over
@@ -97,9 +98,13 @@ func NewInitializers(cfg InitializerConfig) (*Initializers, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
-	settingsClient, err := kubeapiserver.NewSettingsClient(cfg.Client)
+	// settings.k8s.io speaks JSON only.
+	settingsConfig := rest.CopyConfig(cfg.Client)
+	settingsConfig.ContentType = runtime.ContentTypeJSON
+	settingsConfig.AcceptContentTypes = runtime.ContentTypeJSON
+	settingsClient, err := settingsclient.NewForConfig(settingsConfig)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("settings.k8s.io client: %w", err)
 	}
 	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
 		SubjectAccessReviewClient: kube.AuthorizationV1(),
@@ -117,7 +122,7 @@ func NewInitializers(cfg InitializerConfig) (*Initializers, error) {
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discoveryClient))
 
 	kubeInformers := informers.NewSharedInformerFactory(kube, informerResync)
-	settings := settingsinformers.NewSharedInformerFactory(settingsClient, kubeapiserver.SettingsResync)
+	settings := settingsinformers.NewSharedInformerFactory(settingsClient, informerResync)
 	return &Initializers{
 		Initializers: []admission.PluginInitializer{
 			genericadmissioninitializer.New(kube, dynamicClient, kubeInformers, authz, cfg.FeatureGates, cfg.EffectiveVersion, cfg.Stop, mapper),
