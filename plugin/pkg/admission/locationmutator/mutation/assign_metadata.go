@@ -55,6 +55,15 @@ func newAssignMetadata(a *mutationsv1.AssignMetadata) (*Mutator, field.ErrorList
 	return m.finishMatch(a.Spec.Match, errs)
 }
 
+// addsLabel: an AssignMetadata adds a label when its location is one.
+func (assignMetadataOp) addsLabel(m *Mutator) bool {
+	if len(m.nodes) < 2 {
+		return false
+	}
+	o, ok := m.nodes[1].(path.Object)
+	return ok && o.Reference == "labels"
+}
+
 func isMetadataKey(p path.Path) bool {
 	if len(p.Nodes) != 3 {
 		return false

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/objectname"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/internal/btree"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 )
@@ -416,21 +417,9 @@ func notConverging(candidates []*Mutator, changed []int, t *match.Target, passes
 	return fmt.Errorf("%w: %s still changed after %d passes, by %s", ErrNotConverging, describe(t), passes, strings.Join(names, ", "))
 }
 
-// describe names the object in errors: group, kind, namespace and name (or
-// generateName when the name is not known yet).
+// describe names the object in errors, the way every plugin names it.
 func describe(t *match.Target) string {
-	gk := t.GVK.Kind
-	if t.GVK.Group != "" {
-		gk = t.GVK.Kind + "." + t.GVK.Group
-	}
-	name := t.Name
-	if name == "" && t.GenerateName != "" {
-		name = t.GenerateName + "*"
-	}
-	if t.Namespace != "" {
-		return fmt.Sprintf("%s %s/%s", gk, t.Namespace, name)
-	}
-	return fmt.Sprintf("%s %s", gk, name)
+	return objectname.Of(t.GVK.GroupKind(), t.Namespace, t.Name, t.GenerateName)
 }
 
 // labelsOf reads metadata.labels from an unstructured object without
