@@ -13,6 +13,15 @@
 # (admin.kubeconfig) and the second on SECURE_PORT+1 (admin-2.kubeconfig),
 # each with its own identity, sharing the service-account key.
 #
+# With WEBHOOK=1 it runs what a cluster whose kube-apiserver cannot be
+# rebuilt runs: upstream's own kube-apiserver (test/cmd/kube-apiserver,
+# nothing of admitkit, its own NodeRestriction on) on one admitkit-etcd
+# member, kube-controller-manager, and the admitkit webhook server
+# (test/cmd/admitkit-webhook) as a process on 127.0.0.1:WEBHOOK_PORT,
+# installed from hack/manifests: everything but the server's Deployment and
+# Service (no kubelet runs here), and the webhook configurations with
+# `url: https://127.0.0.1:WEBHOOK_PORT/...` in place of the Service.
+#
 # Environment:
 #   DATA_DIR      data directory (default _output/local-up)
 #   SECURE_PORT   port to serve on (default 6443)
@@ -20,14 +29,24 @@
 #   NODE_NAME     the node identity (default node-1)
 #   SKIP_BUILD    set to reuse the binaries in _output/bin
 #   HA            set to 1 for three etcd members and two apiservers
-#   ETCD_PORT     with HA=1, the first etcd member's client port (default 2379)
+#   ETCD_PORT     with HA=1 or WEBHOOK=1, the first etcd member's client port (default 2379)
+#   WEBHOOK       set to 1 for the stock kube-apiserver and the webhook server
+#   WEBHOOK_PORT  with WEBHOOK=1, the webhook server's port (default 9443)
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"
 export PATH="${PATH}:/usr/local/go/bin"
 
-DATA_DIR=${DATA_DIR:-_output/local-up}
+WEBHOOK=${WEBHOOK:-}
+WEBHOOK_PORT=${WEBHOOK_PORT:-9443}
+if [[ -n "${WEBHOOK}" && -n "${HA:-}" ]]; then
+    echo "HA=1 and WEBHOOK=1 cannot be combined" >&2
+    exit 1
+fi
+# The two modes store different things (settings.k8s.io in the apiserver's
+# own storage, or as custom resources): each has its own data.
+DATA_DIR=${DATA_DIR:-_output/local-up${WEBHOOK:+-webhook}}
 SECURE_PORT=${SECURE_PORT:-6443}
 NODE_NAME=${NODE_NAME:-node-1}
 HA=${HA:-}
@@ -38,7 +57,14 @@ KCM_PORT=${KCM_PORT:-10257}
 mkdir -p "${DATA_DIR}" "${BIN_DIR}"
 DATA_DIR=$(cd "${DATA_DIR}" && pwd)
 
-if [[ -z "${SKIP_BUILD:-}" ]]; then
+if [[ -z "${SKIP_BUILD:-}" && -n "${WEBHOOK}" ]]; then
+    echo "Building kube-apiserver, admitkit-webhook, admitkit-etcd, kube-controller-manager and kubectl into ${BIN_DIR} (a few minutes the first time)..."
+    (cd test && go build -o "${BIN_DIR}/kube-apiserver" ./cmd/kube-apiserver \
+        && go build -o "${BIN_DIR}/admitkit-webhook" ./cmd/admitkit-webhook \
+        && go build -o "${BIN_DIR}/admitkit-etcd" ./cmd/admitkit-etcd \
+        && go build -o "${BIN_DIR}/kubectl" k8s.io/kubernetes/cmd/kubectl \
+        && go build -o "${KCM}" k8s.io/kubernetes/cmd/kube-controller-manager)
+elif [[ -z "${SKIP_BUILD:-}" ]]; then
     echo "Building admitkit-apiserver and kubectl into ${BIN_DIR} (a few minutes the first time)..."
     (cd test && go build -o "${BIN_DIR}/admitkit-apiserver" ./cmd/admitkit-apiserver \
         && go build -o "${BIN_DIR}/kubectl" k8s.io/kubernetes/cmd/kubectl \
@@ -73,6 +99,12 @@ if ! grep -q ",system:kube-controller-manager," "${TOKENS}"; then
     echo "$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'),system:kube-controller-manager,kube-controller-manager" >> "${TOKENS}"
 fi
 KCM_TOKEN=$(grep ",system:kube-controller-manager," "${TOKENS}" | cut -d, -f1)
+# The webhook server signs in as the service account hack/manifests gives
+# it, so that it runs with the manifests' RBAC and nothing more.
+WEBHOOK_USER=system:serviceaccount:admitkit-system:admitkit-webhook
+if [[ -n "${WEBHOOK}" ]] && ! grep -q ",${WEBHOOK_USER}," "${TOKENS}"; then
+    echo "$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'),${WEBHOOK_USER},admitkit-webhook" >> "${TOKENS}"
+fi
 
 write_kubeconfig() { # file user token port certificate-authority
     cat > "$1" <<KUBECONFIG
@@ -102,10 +134,15 @@ write_kubeconfig "${ADMIN_KUBECONFIG}" admin "${ADMIN_TOKEN}" "${SECURE_PORT}" "
 write_kubeconfig "${NODE_KUBECONFIG}" "system:node:${NODE_NAME}" "${NODE_TOKEN}" "${SECURE_PORT}" "${DATA_DIR}/certs/apiserver.crt"
 KCM_KUBECONFIG="${DATA_DIR}/kube-controller-manager.kubeconfig"
 write_kubeconfig "${KCM_KUBECONFIG}" system:kube-controller-manager "${KCM_TOKEN}" "${SECURE_PORT}" "${DATA_DIR}/certs/apiserver.crt"
+if [[ -n "${WEBHOOK}" ]]; then
+    WEBHOOK_KUBECONFIG="${DATA_DIR}/admitkit-webhook.kubeconfig"
+    write_kubeconfig "${WEBHOOK_KUBECONFIG}" "${WEBHOOK_USER}" "$(grep ",${WEBHOOK_USER}," "${TOKENS}" | cut -d, -f1)" "${SECURE_PORT}" "${DATA_DIR}/certs/apiserver.crt"
+fi
 
 # Everything started here is stopped on exit: the controller manager, the
 # apiservers, then etcd.
 KCM_PIDS=()
+WEBHOOK_PIDS=()
 APISERVER_PIDS=()
 ETCD_PIDS=()
 stop_all() { # pid...
@@ -124,6 +161,7 @@ stop() {
     trap - INT TERM EXIT
     echo
     stop_all ${KCM_PIDS[@]+"${KCM_PIDS[@]}"}
+    stop_all ${WEBHOOK_PIDS[@]+"${WEBHOOK_PIDS[@]}"}
     stop_all ${APISERVER_PIDS[@]+"${APISERVER_PIDS[@]}"}
     stop_all ${ETCD_PIDS[@]+"${ETCD_PIDS[@]}"}
     echo "Stopped. Run hack/local-up.sh again to restart on the same data (${DATA_DIR})."
@@ -145,6 +183,101 @@ wait_ready() {
         sleep 1
     done
     echo "admitkit-apiserver was not ready after 120s; see $3" >&2
+    exit 1
+}
+
+# start_stock starts what WEBHOOK=1 runs in place of admitkit-apiserver: one
+# admitkit-etcd member and upstream's kube-apiserver on it, with the same
+# identities and audit policy, and its own NodeRestriction.
+start_stock() {
+    "${BIN_DIR}/admitkit-etcd" --data-dir="${DATA_DIR}" --members=1 --member=1 --port="${ETCD_PORT}" \
+        >"${DATA_DIR}/etcd-1.out" 2>&1 &
+    ETCD_PIDS+=($!)
+    # upstream's kube-apiserver takes its service-account key from a file,
+    # which kube-controller-manager signs tokens with too.
+    local sa_key="${DATA_DIR}/service-account.key"
+    if [[ ! -s "${sa_key}" ]]; then
+        if ! command -v openssl >/dev/null; then
+            echo "WEBHOOK=1 needs openssl to make the service-account key ${sa_key}" >&2
+            exit 1
+        fi
+        (umask 077 && openssl genrsa -out "${sa_key}" 2048 2>/dev/null)
+    fi
+    # The flags of admitkit-apiserver, but what only it understands.
+    local flags=() flag
+    for flag in "${SERVER_FLAGS[@]}"; do
+        case "${flag}" in
+        --runtime-config=* | --enable-admission-plugins=* | --admission-control-config-file=*) ;;
+        *) flags+=("${flag}") ;;
+        esac
+    done
+    echo "Starting upstream's kube-apiserver on https://127.0.0.1:${SECURE_PORT} (etcd data in ${DATA_DIR}/etcd-1, log in ${LOG})..."
+    "${BIN_DIR}/kube-apiserver" --secure-port="${SECURE_PORT}" \
+        --etcd-servers="http://127.0.0.1:${ETCD_PORT}" --cert-dir="${DATA_DIR}/certs" \
+        --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+        --service-account-key-file="${sa_key}" --service-account-signing-key-file="${sa_key}" \
+        "${flags[@]}" --enable-admission-plugins=NodeRestriction \
+        --audit-log-path="${DATA_DIR}/audit.log" >"${LOG}" 2>&1 &
+    APISERVER_PIDS+=($!)
+    wait_ready "${APISERVER_PIDS[0]}" "${ADMIN_KUBECONFIG}" "${LOG}"
+}
+
+# webhook_manifest prints a webhook configuration of hack/manifests with
+# each clientConfig's service replaced by the url of the local server.
+webhook_manifest() {
+    awk -v base="https://127.0.0.1:${WEBHOOK_PORT}" '
+        /^    service:$/ { inservice = 1; next }
+        inservice && /^      (name|namespace|port):/ { next }
+        inservice && /^      path:/ { print "    url: " base $2; inservice = 0; next }
+        { print }
+    ' "$1"
+}
+
+# install_webhook applies hack/manifests but the server's Deployment, starts
+# the server as a process, and, once it is ready, applies the webhook
+# configurations pointing at it; the server writes their caBundle.
+install_webhook() {
+    local f
+    for f in hack/manifests/*.yaml; do
+        case "$(basename "${f}")" in
+        deployment.yaml | *-webhooks.yaml) ;;
+        *) "${KUBECTL}" --kubeconfig="${ADMIN_KUBECONFIG}" apply -f "${f}" >/dev/null ;;
+        esac
+    done
+    "${KUBECTL}" --kubeconfig="${ADMIN_KUBECONFIG}" wait --for=condition=Established --timeout=60s \
+        crd/podpresets.settings.k8s.io crd/clusterpodpresets.settings.k8s.io crd/assign.mutations.gatekeeper.sh >/dev/null
+    local log="${DATA_DIR}/admitkit-webhook.log"
+    echo "Starting admitkit-webhook on https://127.0.0.1:${WEBHOOK_PORT} (log in ${log})..."
+    "${BIN_DIR}/admitkit-webhook" --kubeconfig="${WEBHOOK_KUBECONFIG}" \
+        --bind-address=127.0.0.1 --secure-port="${WEBHOOK_PORT}" \
+        --admission-control-config-file=hack/examples/admission-config.yaml \
+        --plugins=PodPreset,LocationMutator,NodeRestriction,SettingsDefaults,SettingsValidation \
+        --identity=admitkit-webhook-1 \
+        --cert-secret=admitkit-system/admitkit-webhook-cert --cert-ip-addresses=127.0.0.1 \
+        --mutating-webhook-configuration=admitkit-mutating --validating-webhook-configuration=admitkit-validating \
+        >"${log}" 2>&1 &
+    WEBHOOK_PIDS+=($!)
+    for _ in $(seq 1 60); do
+        if ! kill -0 "${WEBHOOK_PIDS[0]}" 2>/dev/null; then
+            echo "admitkit-webhook exited during start-up; the end of ${log}:" >&2
+            tail -n 20 "${log}" >&2
+            exit 1
+        fi
+        if "${KUBECTL}" --server="https://127.0.0.1:${WEBHOOK_PORT}" --insecure-skip-tls-verify get --raw /readyz >/dev/null 2>&1; then
+            break
+        fi
+        sleep 1
+    done
+    webhook_manifest hack/manifests/mutating-webhooks.yaml | "${KUBECTL}" --kubeconfig="${ADMIN_KUBECONFIG}" apply -f - >/dev/null
+    webhook_manifest hack/manifests/validating-webhooks.yaml | "${KUBECTL}" --kubeconfig="${ADMIN_KUBECONFIG}" apply -f - >/dev/null
+    # The server writes the CA bundle as soon as the configurations exist.
+    for _ in $(seq 1 30); do
+        if [[ -n "$("${KUBECTL}" --kubeconfig="${ADMIN_KUBECONFIG}" get validatingwebhookconfiguration admitkit-validating -o jsonpath='{.webhooks[0].clientConfig.caBundle}')" ]]; then
+            return
+        fi
+        sleep 1
+    done
+    echo "admitkit-webhook did not write the CA bundle into its webhook configurations in 30s; see ${log}" >&2
     exit 1
 }
 
@@ -175,13 +308,16 @@ if [[ -n "${HA}" ]]; then
 fi
 
 LOG="${DATA_DIR}/apiserver.log"
-echo "Starting admitkit-apiserver on https://127.0.0.1:${SECURE_PORT} (data in ${DATA_DIR}, log in ${LOG})..."
-if [[ -z "${HA}" ]]; then
+if [[ -n "${WEBHOOK}" ]]; then
+    start_stock
+elif [[ -z "${HA}" ]]; then
+    echo "Starting admitkit-apiserver on https://127.0.0.1:${SECURE_PORT} (data in ${DATA_DIR}, log in ${LOG})..."
     "${APISERVER}" --data-dir="${DATA_DIR}" --secure-port="${SECURE_PORT}" "${SERVER_FLAGS[@]}" \
         --audit-log-path="${DATA_DIR}/audit.log" >"${LOG}" 2>&1 &
     APISERVER_PIDS+=($!)
     wait_ready "${APISERVER_PIDS[0]}" "${ADMIN_KUBECONFIG}" "${LOG}"
 else
+    echo "Starting admitkit-apiserver on https://127.0.0.1:${SECURE_PORT} (data in ${DATA_DIR}, log in ${LOG})..."
     "${APISERVER}" --data-dir="${DATA_DIR}" --secure-port="${SECURE_PORT}" "${SERVER_FLAGS[@]}" \
         --etcd-servers="${ETCD_SERVERS}" --apiserver-identity=admitkit-apiserver-1 \
         --audit-log-path="${DATA_DIR}/audit.log" >"${LOG}" 2>&1 &
@@ -226,15 +362,24 @@ echo "Starting kube-controller-manager (log in ${KCM_LOG})..."
     --root-ca-file="${DATA_DIR}/certs/apiserver.crt" \
     >"${KCM_LOG}" 2>&1 &
 KCM_PIDS+=($!)
+if [[ -n "${WEBHOOK}" ]]; then
+    install_webhook
+fi
 
 K="${KUBECTL#"${ROOT}/"} --kubeconfig=${ADMIN_KUBECONFIG#"${ROOT}/"}"
+READY="admitkit-apiserver is ready"
+SERVED="settings.k8s.io is served next to the built-in APIs (--runtime-config turned it on)"
+if [[ -n "${WEBHOOK}" ]]; then
+    READY="Upstream's kube-apiserver is ready, with admitkit's webhooks at https://127.0.0.1:${WEBHOOK_PORT}"
+    SERVED="settings.k8s.io is served as CustomResourceDefinitions (hack/manifests)"
+fi
 N="${KUBECTL#"${ROOT}/"} --kubeconfig=${NODE_KUBECONFIG#"${ROOT}/"}"
 AUDIT_LOG="${DATA_DIR#"${ROOT}/"}/audit.log"
 cat <<EOF
 
-admitkit-apiserver is ready. From ${ROOT}, try:
+${READY}. From ${ROOT}, try:
 
-  # settings.k8s.io is served next to the built-in APIs (--runtime-config turned it on)
+  # ${SERVED}
   ${K} api-resources --api-group=settings.k8s.io
   ${K} explain podpresets.spec
 
@@ -303,4 +448,4 @@ EOF
 fi
 echo "Press Ctrl-C to stop."
 
-wait "${APISERVER_PIDS[@]}"
+wait "${APISERVER_PIDS[@]}" ${WEBHOOK_PIDS[@]+"${WEBHOOK_PIDS[@]}"}

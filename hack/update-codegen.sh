@@ -4,7 +4,9 @@
 # listers, informers and apply configurations under generated/.
 # Then the CustomResourceDefinitions of the LocationMutator's mutator kinds
 # (plugin/pkg/admission/locationmutator/crds/manifests), from the types in
-# its apis/mutations.
+# its apis/mutations, and of settings.k8s.io (registry/settings/crds/manifests),
+# from apis/settings/v1alpha1, both embedded for Go callers and copied into
+# hack/manifests, the install on a stock cluster.
 # The generators are k8s.io/code-generator's kube_codegen.sh (which builds
 # its generators, openapi-gen included, in code-generator's own module) and
 # controller-tools' controller-gen, at the versions hack/tools/go.mod pins.
@@ -68,12 +70,20 @@ kube::codegen::gen_client \
     --boilerplate "${BOILERPLATE}" \
     "${ROOT}/apis"
 
-# One file per CRD; the directory is emptied first so that a kind that goes
+# One file per CRD; each directory is emptied first so that a kind that goes
 # away leaves no stale manifest behind.
-CRD_DIR="${ROOT}/plugin/pkg/admission/locationmutator/crds/manifests"
-mkdir -p "${CRD_DIR}"
-rm -f "${CRD_DIR}"/*.yaml
 CONTROLLER_GEN=$(cd "${TOOLS}" && go tool -n controller-gen)
-"${CONTROLLER_GEN}" crd \
-    paths=./plugin/pkg/admission/locationmutator/apis/mutations/... \
-    output:crd:dir="${CRD_DIR}"
+MANIFESTS="${ROOT}/hack/manifests"
+rm -f "${MANIFESTS}"/crd-*.yaml
+gen_crds() {
+    local types=$1 dir=$2
+    mkdir -p "${dir}"
+    rm -f "${dir}"/*.yaml
+    "${CONTROLLER_GEN}" crd paths="${types}" output:crd:dir="${dir}"
+    local f
+    for f in "${dir}"/*.yaml; do
+        cp "${f}" "${MANIFESTS}/crd-$(basename "${f}")"
+    done
+}
+gen_crds ./plugin/pkg/admission/locationmutator/apis/mutations/... "${ROOT}/plugin/pkg/admission/locationmutator/crds/manifests"
+gen_crds ./apis/settings/v1alpha1/... "${ROOT}/registry/settings/crds/manifests"

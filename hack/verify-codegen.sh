@@ -10,14 +10,15 @@ trap 'rm -rf "${WORK}"' EXIT
 
 # Everything the generators read or write, and nothing else (test/ is its own
 # module). controller-gen type-checks the mutator types, which import other
-# packages of plugin/, so all of plugin/ goes along.
-for path in go.mod go.sum hack apis generated plugin; do
+# packages of plugin/, so all of plugin/ goes along, and registry/ for the
+# settings CRDs' directory.
+for path in go.mod go.sum hack apis generated plugin registry; do
     cp -a "${ROOT}/${path}" "${WORK}/"
 done
 GOBIN_OVERRIDE="${ROOT}/_output/bin" "${WORK}/hack/update-codegen.sh" >/dev/null
 
 status=0
-for path in apis generated hack/api-rules plugin/pkg/admission/locationmutator/crds/manifests; do
+for path in apis generated hack/api-rules hack/manifests plugin/pkg/admission/locationmutator/crds/manifests registry/settings/crds/manifests; do
     diff -Nru "${ROOT}/${path}" "${WORK}/${path}" || status=1
 done
 if [[ ${status} -ne 0 ]]; then

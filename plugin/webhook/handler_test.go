@@ -66,6 +66,8 @@ func TestHandler(t *testing.T) {
 		contains           string
 	}{
 		{"mutating review", http.MethodPost, "/mutate/PodPreset", reviewBody(t, podCreate(t, "u", webPod())), 200, `"patchType":"JSONPatch"`},
+		// The paths of hack/manifests: kube-apiserver accepts only lower-case service paths.
+		{"mutating review, lower-case path", http.MethodPost, "/mutate/podpreset", reviewBody(t, podCreate(t, "u2", webPod())), 200, `"patchType":"JSONPatch"`},
 		{"validating review", http.MethodPost, "/validate/LocationMutator", reviewBody(t, podCreate(t, "u", webPod())), 200, `"allowed":true`},
 		{"not served in the phase", http.MethodPost, "/validate/PodPreset", reviewBody(t, podCreate(t, "u", webPod())), 404, `\"PodPreset\": not served as a validate webhook`},
 		{"unknown plugin", http.MethodPost, "/mutate/Nope", reviewBody(t, podCreate(t, "u", webPod())), 404, "not served"},

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strings"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -105,7 +106,7 @@ type Host struct {
 	scheme           *runtime.Scheme
 	serializer       *json.Serializer
 	objectInterfaces admission.ObjectInterfaces
-	plugins          map[string]*servedPlugin
+	plugins          map[string]*servedPlugin // by lower-cased name: the path kube-apiserver accepts
 	order            []string
 	informers        []InformerFactory
 	reinvocations    *reinvocations
@@ -142,8 +143,8 @@ func New(opts Options) (*Host, error) {
 		if err != nil {
 			return nil, err
 		}
-		h.plugins[name] = p
-		h.order = append(h.order, name)
+		h.plugins[strings.ToLower(name)] = p
+		h.order = append(h.order, strings.ToLower(name))
 	}
 	return h, nil
 }
@@ -176,10 +177,10 @@ func (o Options) validate() error {
 		if name == "" {
 			return errors.New("webhook: an enabled admission plugin has no name")
 		}
-		if seen[name] {
+		if seen[strings.ToLower(name)] {
 			return fmt.Errorf("webhook: admission plugin %q is enabled twice", name)
 		}
-		seen[name] = true
+		seen[strings.ToLower(name)] = true
 	}
 	return nil
 }
@@ -206,12 +207,12 @@ func init() {
 // with the phases each can be reviewed in.
 func (h *Host) Plugins() map[string][]Phase {
 	served := make(map[string][]Phase, len(h.plugins))
-	for name, p := range h.plugins {
+	for _, p := range h.plugins {
 		if p.mutator != nil {
-			served[name] = append(served[name], Mutate)
+			served[p.name] = append(served[p.name], Mutate)
 		}
 		if p.validator != nil {
-			served[name] = append(served[name], Validate)
+			served[p.name] = append(served[p.name], Validate)
 		}
 	}
 	return served
@@ -255,9 +256,9 @@ func (h *Host) Review(ctx context.Context, phase Phase, name string, req *admiss
 	if !resp.Allowed {
 		code = resp.Result.Code
 	}
-	observeReview(name, phase, string(req.Operation), code, time.Since(start))
+	observeReview(p.name, phase, string(req.Operation), code, time.Since(start))
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
-		logger.Info("Admission review", "plugin", name, "phase", phase, "uid", req.UID, "operation", req.Operation,
+		logger.Info("Admission review", "plugin", p.name, "phase", phase, "uid", req.UID, "operation", req.Operation,
 			"resource", req.Resource, "subresource", req.SubResource, "namespace", req.Namespace, "name", req.Name,
 			"allowed", resp.Allowed, "code", code, "patched", len(resp.Patch) > 0, "warnings", len(resp.Warnings))
 	}
@@ -265,7 +266,9 @@ func (h *Host) Review(ctx context.Context, phase Phase, name string, req *admiss
 }
 
 func (h *Host) served(phase Phase, name string) (*servedPlugin, error) {
-	p, ok := h.plugins[name]
+	// kube-apiserver accepts only lower-case service paths, so a plugin
+	// is found by its name in any case.
+	p, ok := h.plugins[strings.ToLower(name)]
 	if ok && (phase == Mutate && p.mutator != nil || phase == Validate && p.validator != nil) {
 		return p, nil
 	}

@@ -16,43 +16,8 @@ limitations under the License.
 
 package apiserver
 
-import (
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/kubernetes/pkg/api/legacyscheme"
-	podutil "k8s.io/kubernetes/pkg/api/pod"
-	"k8s.io/kubernetes/pkg/apis/core"
-	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
+import "github.com/admitkit/admitkit/test/podfields"
 
-	"github.com/admitkit/admitkit/apis/settings"
-	"github.com/admitkit/admitkit/apis/settings/validation"
-)
-
-// podFields checks a preset's env, envFrom, volumes and volumeMounts with
-// kube-apiserver's own pod validation, so that a preset is refused, at its
-// own field, for anything that would make the pods it selects invalid.
-// The fields are placed in a pod with one container and converted to the
-// internal types pod validation reads; the pod's options come from the
-// same feature gates a pod create is validated with.
-var podFields validation.PodFieldsValidator = func(spec *settings.PodPresetSpec, fldPath *field.Path) field.ErrorList {
-	carrier := &corev1.Pod{Spec: corev1.PodSpec{
-		Volumes: spec.Volumes,
-		Containers: []corev1.Container{{
-			Env:          spec.Env,
-			EnvFrom:      spec.EnvFrom,
-			VolumeMounts: spec.VolumeMounts,
-		}},
-	}}
-	var pod core.Pod
-	if err := legacyscheme.Scheme.Convert(carrier, &pod, nil); err != nil {
-		return field.ErrorList{field.InternalError(fldPath, err)}
-	}
-	opts := podutil.GetValidationOptionsFromPodSpecAndMeta(&pod.Spec, nil, &pod.ObjectMeta, nil)
-	container := &pod.Spec.Containers[0]
-	volumes, allErrs := corevalidation.ValidateVolumes(pod.Spec.Volumes, &pod.ObjectMeta, fldPath.Child("volumes"), opts)
-	allErrs = append(allErrs, corevalidation.ValidateEnv(container.Env, fldPath.Child("env"), opts)...)
-	allErrs = append(allErrs, corevalidation.ValidateEnvFrom(container.EnvFrom, fldPath.Child("envFrom"), opts)...)
-	// No container: whether a mount may propagate both ways depends on the
-	// container being privileged, which only the pod knows.
-	return append(allErrs, corevalidation.ValidateVolumeMounts(container.VolumeMounts, nil, volumes, nil, fldPath.Child("volumeMounts"), opts)...)
-}
+// podFields is kube-apiserver's own pod validation of a preset's pod
+// fields, which the settings registry of this build uses.
+var podFields = podfields.Validate

@@ -26,6 +26,12 @@ import (
 
 // PodPreset is a policy resource that defines additional runtime
 // requirements for a Pod.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=podpresets,scope=Namespaced,shortName=pp
+// +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, settings.k8s.io was removed from Kubernetes in 1.20 and is served again by admitkit: https://github.com/admitkit/admitkit"
+// +kubebuilder:printcolumn:name="Selector",type=string,JSONPath=".spec.selector",description="The pods it applies to."
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp",description="Time since the preset was created."
 type PodPreset struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object's metadata.
@@ -156,6 +162,8 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // PodPresetList is a list of PodPreset objects.
+//
+// +kubebuilder:object:root=true
 type PodPresetList struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard list metadata.
@@ -173,6 +181,13 @@ type PodPresetList struct {
 // ClusterPodPreset is a PodPreset for every namespace its namespaceSelector
 // selects: it injects the same data, under the same rules, into the pods
 // its selector matches there.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=clusterpodpresets,scope=Cluster,shortName=cpp
+// +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, settings.k8s.io was removed from Kubernetes in 1.20 and is served again by admitkit: https://github.com/admitkit/admitkit"
+// +kubebuilder:printcolumn:name="Namespace Selector",type=string,JSONPath=".spec.namespaceSelector",description="The namespaces it applies in."
+// +kubebuilder:printcolumn:name="Selector",type=string,JSONPath=".spec.selector",description="The pods it applies to."
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp",description="Time since the preset was created."
 type ClusterPodPreset struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object's metadata.
@@ -197,6 +212,8 @@ type ClusterPodPresetSpec struct {
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // ClusterPodPresetList is a list of ClusterPodPreset objects.
+//
+// +kubebuilder:object:root=true
 type ClusterPodPresetList struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard list metadata.

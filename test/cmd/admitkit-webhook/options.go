@@ -32,6 +32,8 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/podpreset"
+	"github.com/admitkit/admitkit/plugin/webhook/servingcert"
+	settingsadmission "github.com/admitkit/admitkit/registry/settings/admission"
 )
 
 // options are the command's flags.
@@ -45,13 +47,16 @@ type options struct {
 	Plugins       []string
 	Identity      string
 	ShutdownDelay time.Duration
+	// Cert is the self-managed certificate's flags, or a given one's CA.
+	Cert servingcert.Flags
 
 	FeatureGate featuregate.MutableVersionedFeatureGate
 	Logs        *logsapi.LoggingConfiguration
 }
 
 // defaultPlugins are the plugins served unless --plugins says otherwise.
-var defaultPlugins = []string{podpreset.PluginName, noderestriction.PluginName, locationmutator.PluginName}
+var defaultPlugins = []string{podpreset.PluginName, noderestriction.PluginName, locationmutator.PluginName,
+	settingsadmission.DefaultsPluginName, settingsadmission.ValidationPluginName}
 
 func newOptions() (*options, error) {
 	gate := utilfeature.DefaultMutableFeatureGate
@@ -96,12 +101,13 @@ func (o *options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "The kubeconfig of the kube-apiserver whose requests are admitted. Empty: the pod's service account (in-cluster config).")
 	fs.IPVar(&o.BindAddress, "bind-address", o.BindAddress, "The address to serve on.")
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "The port to serve HTTPS on.")
-	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "The serving certificate (PEM), with its intermediates. It is read again when the file changes.")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "The serving certificate (PEM), with its intermediates, read again every minute. Unset: the server makes its own (--cert-secret).")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "The serving certificate's private key (PEM).")
 	fs.StringVar(&o.ConfigFile, "admission-control-config-file", o.ConfigFile, "An AdmissionConfiguration (kube-apiserver's format) with the plugins' configuration.")
 	fs.StringSliceVar(&o.Plugins, "plugins", o.Plugins, "The admission plugins to serve, each at /mutate/<name> and/or /validate/<name>.")
 	fs.StringVar(&o.Identity, "identity", o.Identity, "The identity the plugins write their status entries under; unique per replica.")
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay-duration", o.ShutdownDelay, "On SIGTERM, how long /readyz fails while requests are still served, so that the Service stops sending new ones before the server stops.")
+	o.Cert.AddFlags(fss.FlagSet("serving certificate"))
 	o.FeatureGate.AddFlag(fss.FlagSet("feature gates"))
 	logsapi.AddFlags(o.Logs, fss.FlagSet("logs"))
 	return fss
@@ -113,8 +119,8 @@ func (o *options) Validate() error {
 	if o.SecurePort < 1 || o.SecurePort > 65535 {
 		errs = append(errs, fmt.Errorf("--secure-port %d is not a port", o.SecurePort))
 	}
-	if o.TLSCertFile == "" || o.TLSKeyFile == "" {
-		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file are required"))
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file go together"))
 	}
 	if len(o.Plugins) == 0 {
 		errs = append(errs, errors.New("--plugins names no plugin"))

@@ -24,12 +24,15 @@ import (
 
 	"k8s.io/apiserver/pkg/admission"
 	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/admitkit/admitkit/plugin"
 	"github.com/admitkit/admitkit/plugin/webhook"
+	settingsadmission "github.com/admitkit/admitkit/registry/settings/admission"
+	"github.com/admitkit/admitkit/test/podfields"
 )
 
 // Run builds the plugins, starts their informers and serves until ctx
@@ -40,9 +43,18 @@ func (o *options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cert, err := newCertificateFiles(o.TLSCertFile, o.TLSKeyFile)
+	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return err
+	}
+	cert, err := o.Cert.New(client, o.TLSCertFile, o.TLSKeyFile)
+	if err != nil {
+		return err
+	}
+	// The certificate is current before the server listens; it is kept
+	// current (renewed, or read again) until ctx ends.
+	if err := cert.Start(ctx); err != nil {
+		return fmt.Errorf("serving certificate: %w", err)
 	}
 	// The plugins' drained notification: closed once the server has
 	// answered its last review.
@@ -60,6 +72,7 @@ func (o *options) Run(ctx context.Context) error {
 	}
 	registry := admission.NewPlugins()
 	plugin.RegisterAllAdmissionPlugins(registry)
+	settingsadmission.Register(registry, podfields.Validate)
 	host, err := webhook.New(webhook.Options{
 		Plugins:      registry,
 		Enabled:      o.Plugins,

@@ -29,16 +29,17 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
+	"go.etcd.io/etcd/server/v3/embed"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/admitkit/admitkit/test/apiserver"
 	"github.com/admitkit/admitkit/test/embeddedetcd"
-	"testing"
 )
 
 // AdminToken and UserToken are the bearer tokens of the token file's admin
@@ -83,7 +84,12 @@ type Server struct {
 	// empty without a policy.
 	AuditLog string
 
-	args   []string
+	args []string
+	// binary is the kube-apiserver executable a stock server runs as a
+	// process; empty for the custom build, which runs in this process.
+	binary string
+	// etcd is a stock server's etcd member, which outlives its restarts.
+	etcd   *embed.Etcd
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -104,6 +110,22 @@ func Start(cfg Config) (*Server, error) {
 
 // StartIn is Start on a given data directory, which it keeps.
 func StartIn(dir string, cfg Config) (*Server, error) {
+	s, err := prepare(dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.args = append([]string{"--data-dir=" + dir, "--embedded-etcd-unsafe-no-fsync"}, s.args...)
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// prepare writes cfg's files into dir and returns the server with the
+// flags that both builds take: loopback addresses on a free port, the
+// token file, Node and RBAC authorization, the admission configuration and
+// audit log of cfg, then cfg.Args.
+func prepare(dir string, cfg Config) (*Server, error) {
 	tokens := []string{
 		AdminToken + ",admin,admin,system:masters",
 		UserToken + ",alice,alice",
@@ -132,8 +154,6 @@ func StartIn(dir string, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	args := []string{
-		"--data-dir=" + dir,
-		"--embedded-etcd-unsafe-no-fsync",
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(ports[0]),
@@ -153,21 +173,20 @@ func StartIn(dir string, cfg Config) (*Server, error) {
 	}
 	args = append(args, cfg.Args...)
 
-	s := &Server{
+	return &Server{
 		DataDir:  dir,
 		Host:     "https://127.0.0.1:" + strconv.Itoa(ports[0]),
 		CAFile:   filepath.Join(dir, "certs", "apiserver.crt"),
 		AuditLog: auditLog,
 		args:     args,
-	}
-	if err := s.start(); err != nil {
-		return nil, err
-	}
-	return s, nil
+	}, nil
 }
 
 // start runs the server with its flags and waits until it is ready.
 func (s *Server) start() error {
+	if s.binary != "" {
+		return s.startProcess()
+	}
 	o := apiserver.NewOptions()
 	fs := pflag.NewFlagSet("admitkit-apiserver", pflag.ContinueOnError)
 	for _, f := range o.Flags().FlagSets {
@@ -287,6 +306,9 @@ current-context: %s
 
 // EtcdURL is the client URL of the embedded etcd.
 func (s *Server) EtcdURL() (string, error) {
+	if s.etcd != nil {
+		return s.etcd.Config().AdvertiseClientUrls[0].String(), nil
+	}
 	data, err := os.ReadFile(filepath.Join(s.DataDir, "etcd", "ports.json"))
 	if err != nil {
 		return "", err
@@ -301,6 +323,9 @@ func (s *Server) EtcdURL() (string, error) {
 // Cleanup stops the server and removes its data directory.
 func (s *Server) Cleanup() error {
 	err := s.Stop()
+	if s.etcd != nil {
+		s.etcd.Close()
+	}
 	if rmErr := os.RemoveAll(s.DataDir); err == nil {
 		err = rmErr
 	}

@@ -30,28 +30,19 @@ package crds
 import (
 	"context"
 	"embed"
-	"errors"
-	"fmt"
-	"io/fs"
-	"slices"
-	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/klog/v2"
-	"sigs.k8s.io/yaml"
+
+	"github.com/admitkit/admitkit/registry/crdinstall"
 )
 
 //go:embed manifests/*.yaml
 var manifests embed.FS
 
 // Resource is where CustomResourceDefinitions are served.
-var Resource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+var Resource = crdinstall.Resource
 
 // fieldManager owns the fields of the CRDs Install creates.
 const fieldManager = "admitkit-locationmutator"
@@ -59,27 +50,7 @@ const fieldManager = "admitkit-locationmutator"
 // Manifests returns the four CustomResourceDefinitions, sorted by name. Each
 // call decodes new objects, which the caller may change.
 func Manifests() ([]*unstructured.Unstructured, error) {
-	files, err := fs.Glob(manifests, "manifests/*.yaml")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*unstructured.Unstructured, 0, len(files))
-	for _, f := range files {
-		data, err := manifests.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		if obj.GetKind() != "CustomResourceDefinition" || obj.GetName() == "" {
-			return nil, fmt.Errorf("%s: not a named CustomResourceDefinition", f)
-		}
-		out = append(out, obj)
-	}
-	slices.SortFunc(out, func(a, b *unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
-	return out, nil
+	return crdinstall.Decode(manifests, "manifests/*.yaml")
 }
 
 // Install creates each of the CustomResourceDefinitions that does not exist
@@ -93,30 +64,7 @@ func Install(ctx context.Context, client dynamic.Interface) error {
 	if err != nil {
 		return err
 	}
-	res := client.Resource(Resource)
-	var errs []error
-	for _, crd := range crds {
-		name := crd.GetName()
-		_, err := res.Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			klog.V(2).InfoS("CustomResourceDefinition exists, leaving it as it is", "crd", name)
-			continue
-		case !apierrors.IsNotFound(err):
-			errs = append(errs, fmt.Errorf("CustomResourceDefinition %s: %w", name, err))
-			continue
-		}
-		_, err = res.Create(ctx, crd, metav1.CreateOptions{FieldManager: fieldManager})
-		switch {
-		case err == nil:
-			klog.V(2).InfoS("Created CustomResourceDefinition", "crd", name)
-		case apierrors.IsAlreadyExists(err):
-			klog.V(2).InfoS("CustomResourceDefinition was created meanwhile, leaving it as it is", "crd", name)
-		default:
-			errs = append(errs, fmt.Errorf("creating CustomResourceDefinition %s: %w", name, err))
-		}
-	}
-	return errors.Join(errs...)
+	return crdinstall.Install(ctx, client, crds, fieldManager)
 }
 
 // WaitEstablished waits until every one of the CustomResourceDefinitions is
@@ -127,60 +75,5 @@ func WaitEstablished(ctx context.Context, client dynamic.Interface, interval tim
 	if err != nil {
 		return err
 	}
-	res := client.Resource(Resource)
-	pending := map[string]string{} // CRD name -> why it is not established
-	for _, crd := range crds {
-		pending[crd.GetName()] = "not checked yet"
-	}
-	err = wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
-		for name := range pending {
-			obj, err := res.Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				pending[name] = err.Error()
-				continue
-			}
-			if why, ok := established(obj); !ok {
-				pending[name] = why
-				continue
-			}
-			delete(pending, name)
-		}
-		return len(pending) == 0, nil
-	})
-	if err == nil {
-		return nil
-	}
-	names := make([]string, 0, len(pending))
-	for name := range pending {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	msgs := make([]string, len(names))
-	for i, name := range names {
-		msgs[i] = name + ": " + pending[name]
-	}
-	return fmt.Errorf("CustomResourceDefinitions not established: %s: %w", strings.Join(msgs, "; "), err)
-}
-
-// established reads the Established condition of a CRD, and otherwise says
-// why not (NamesAccepted=False explains the usual case, a name clash).
-func established(crd *unstructured.Unstructured) (string, bool) {
-	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-	why := "no Established condition yet"
-	for _, c := range conds {
-		c, ok := c.(map[string]any)
-		if !ok {
-			continue
-		}
-		typ, _ := c["type"].(string)
-		status, _ := c["status"].(string)
-		msg, _ := c["message"].(string)
-		switch {
-		case typ == "Established" && status == "True":
-			return "", true
-		case typ == "Established" || (typ == "NamesAccepted" && status == "False"):
-			why = fmt.Sprintf("%s=%s: %s", typ, status, msg)
-		}
-	}
-	return why, false
+	return crdinstall.WaitEstablished(ctx, client, crds, interval)
 }

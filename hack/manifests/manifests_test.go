@@ -1,0 +1,327 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package manifests_test checks the install on a stock cluster: every
+// document decodes as its kind, the CRDs are the generated ones, and the
+// webhooks send each plugin only what it acts on and never the server's
+// own namespace or kube-system.
+package manifests_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+
+	noderestrictionv1alpha1 "github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/apis/v1alpha1"
+)
+
+const namespace = "admitkit-system"
+
+// load decodes every document of every manifest, strictly: a field the kind
+// does not have is an error. CRDs decode as unstructured (the root module
+// does not depend on apiextensions).
+func load(t *testing.T) (typed []runtime.Object, crds map[string][]byte) {
+	t.Helper()
+	decoder := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+	files, err := filepath.Glob("*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests: %v", err)
+	}
+	crds = map[string][]byte{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+		for i := 0; ; i++ {
+			doc, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+				continue
+			}
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+				t.Fatalf("%s, document %d: %v", f, i, err)
+			}
+			if u.GetKind() == "CustomResourceDefinition" {
+				crds[f] = data
+				continue
+			}
+			obj, _, err := decoder.Decode(doc, nil, nil)
+			if err != nil {
+				t.Fatalf("%s, document %d (%s %s): %v", f, i, u.GetKind(), u.GetName(), err)
+			}
+			typed = append(typed, obj)
+		}
+	}
+	return typed, crds
+}
+
+func stripComments(doc []byte) []byte {
+	var out []byte
+	for _, line := range bytes.Split(doc, []byte("\n")) {
+		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
+			out = append(append(out, line...), '\n')
+		}
+	}
+	return out
+}
+
+// The CRDs are the files hack/update-codegen.sh makes, byte for byte.
+func TestCRDsAreGenerated(t *testing.T) {
+	_, crds := load(t)
+	var want []string
+	for _, dir := range []string{"../../registry/settings/crds/manifests", "../../plugin/pkg/admission/locationmutator/crds/manifests"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			name := "crd-" + filepath.Base(f)
+			want = append(want, name)
+			generated, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(crds[name], generated) {
+				t.Errorf("%s differs from %s: run hack/update-codegen.sh", name, f)
+			}
+		}
+	}
+	got := make([]string, 0, len(crds))
+	for name := range crds {
+		got = append(got, name)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("CRD manifests %v, want the generated %v", got, want)
+	}
+}
+
+// install is what the tests read of the decoded manifests.
+type install struct {
+	deployment *appsv1.Deployment
+	config     *corev1.ConfigMap
+	mutating   *admissionregistrationv1.MutatingWebhookConfiguration
+	validating *admissionregistrationv1.ValidatingWebhookConfiguration
+}
+
+func read(t *testing.T) install {
+	typed, _ := load(t)
+	var in install
+	for _, obj := range typed {
+		switch o := obj.(type) {
+		case *appsv1.Deployment:
+			in.deployment = o
+		case *corev1.ConfigMap:
+			in.config = o
+		case *admissionregistrationv1.MutatingWebhookConfiguration:
+			in.mutating = o
+		case *admissionregistrationv1.ValidatingWebhookConfiguration:
+			in.validating = o
+		}
+	}
+	if in.deployment == nil || in.config == nil || in.mutating == nil || in.validating == nil {
+		t.Fatal("the manifests lack the Deployment, the ConfigMap or a webhook configuration")
+	}
+	return in
+}
+
+// flag returns the value of the server's --name= argument.
+func (in install) flag(name string) string {
+	for _, arg := range in.deployment.Spec.Template.Spec.Containers[0].Args {
+		if v, ok := strings.CutPrefix(arg, "--"+name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// webhook is what both kinds of webhook share.
+type webhook struct {
+	name, kind        string
+	clientConfig      admissionregistrationv1.WebhookClientConfig
+	rules             []admissionregistrationv1.RuleWithOperations
+	namespaceSelector *metav1.LabelSelector
+	matchConditions   []admissionregistrationv1.MatchCondition
+	failurePolicy     admissionregistrationv1.FailurePolicyType
+}
+
+func (in install) webhooks() []webhook {
+	var out []webhook
+	for _, w := range in.mutating.Webhooks {
+		out = append(out, webhook{w.Name, "mutate", w.ClientConfig, w.Rules, w.NamespaceSelector, w.MatchConditions, *w.FailurePolicy})
+	}
+	for _, w := range in.validating.Webhooks {
+		out = append(out, webhook{w.Name, "validate", w.ClientConfig, w.Rules, w.NamespaceSelector, w.MatchConditions, *w.FailurePolicy})
+	}
+	return out
+}
+
+func TestWebhooks(t *testing.T) {
+	in := read(t)
+	if in.deployment.Namespace != namespace || *in.deployment.Spec.Replicas != 2 {
+		t.Errorf("Deployment %s/%s with %d replicas, want two in %s", in.deployment.Namespace, in.deployment.Name, *in.deployment.Spec.Replicas, namespace)
+	}
+	if got := in.flag("mutating-webhook-configuration"); got != in.mutating.Name {
+		t.Errorf("the server writes the CA bundle into %q, the manifests name %q", got, in.mutating.Name)
+	}
+	if got := in.flag("validating-webhook-configuration"); got != in.validating.Name {
+		t.Errorf("the server writes the CA bundle into %q, the manifests name %q", got, in.validating.Name)
+	}
+	plugins := strings.Split(in.flag("plugins"), ",")
+	for _, w := range in.webhooks() {
+		t.Run(w.name, func(t *testing.T) {
+			svc := w.clientConfig.Service
+			if svc == nil || svc.Name != "admitkit-webhook" || svc.Namespace != namespace || svc.Path == nil {
+				t.Fatalf("clientConfig %+v, want the admitkit-webhook Service with a path", w.clientConfig)
+			}
+			// kube-apiserver takes only lower-case service paths; the
+			// server finds a plugin by its name in any case.
+			lower, ok := strings.CutPrefix(*svc.Path, "/"+w.kind+"/")
+			i := slices.IndexFunc(plugins, func(p string) bool { return strings.ToLower(p) == lower })
+			if !ok || i < 0 {
+				t.Fatalf("path %s names no plugin the server serves (%v)", *svc.Path, plugins)
+			}
+			plugin := plugins[i]
+			if len(w.clientConfig.CABundle) != 0 {
+				t.Error("caBundle set: the server writes it")
+			}
+			if namespaced(w.rules) && !excludes(w.namespaceSelector, "kube-system", namespace) {
+				t.Errorf("namespaceSelector %v does not exclude kube-system and %s", w.namespaceSelector, namespace)
+			}
+			checkScope(t, plugin, w)
+		})
+	}
+}
+
+// checkScope holds each plugin's webhook to what the plugin acts on.
+func checkScope(t *testing.T, plugin string, w webhook) {
+	t.Helper()
+	type rule struct{ groups, resources, operations string }
+	var got []rule
+	for _, r := range w.rules {
+		ops := make([]string, len(r.Operations))
+		for i, op := range r.Operations {
+			ops[i] = string(op)
+		}
+		got = append(got, rule{strings.Join(r.APIGroups, ","), strings.Join(r.Resources, ","), strings.Join(ops, ",")})
+	}
+	want := map[string][]rule{
+		"mutate/PodPreset":            {{"", "pods", "CREATE"}},
+		"mutate/LocationMutator":      {{"*", "*", "CREATE,UPDATE"}},
+		"validate/LocationMutator":    {{"mutations.gatekeeper.sh", "assign,assignmetadata,modifyset,assignimage", "CREATE,UPDATE"}},
+		"mutate/SettingsDefaults":     {{"settings.k8s.io", "podpresets,clusterpodpresets", "CREATE,UPDATE"}},
+		"validate/SettingsValidation": {{"settings.k8s.io", "podpresets,clusterpodpresets", "CREATE,UPDATE"}},
+		"validate/NodeRestriction":    {{"", "nodes,nodes/*,pods,pods/*", "*"}, {"resource.k8s.io", "resourceslices", "*"}},
+	}[w.kind+"/"+plugin]
+	if !slices.Equal(got, want) {
+		t.Errorf("rules %v, want %v", got, want)
+	}
+	// Only LocationMutator's mutation, on every resource, fails open: a
+	// failing-closed webhook there would stop every write in the cluster.
+	wantPolicy := admissionregistrationv1.Fail
+	if w.kind+"/"+plugin == "mutate/LocationMutator" {
+		wantPolicy = admissionregistrationv1.Ignore
+	}
+	if w.failurePolicy != wantPolicy {
+		t.Errorf("failurePolicy %s, want %s", w.failurePolicy, wantPolicy)
+	}
+}
+
+func namespaced(rules []admissionregistrationv1.RuleWithOperations) bool {
+	for _, r := range rules {
+		if r.Scope == nil || *r.Scope != admissionregistrationv1.ClusterScope {
+			return true
+		}
+	}
+	return false
+}
+
+func excludes(s *metav1.LabelSelector, namespaces ...string) bool {
+	if s == nil {
+		return false
+	}
+	for _, e := range s.MatchExpressions {
+		if e.Key == corev1.LabelMetadataName && e.Operator == "NotIn" {
+			for _, ns := range namespaces {
+				if !slices.Contains(e.Values, ns) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// The NodeRestriction webhook's matchCondition names exactly the
+// node-scoped service accounts its configuration lists.
+func TestNodeRestrictionAccounts(t *testing.T) {
+	in := read(t)
+	var cfg struct {
+		Plugins []struct {
+			Name          string
+			Configuration noderestrictionv1alpha1.Configuration
+		}
+	}
+	if err := yaml.Unmarshal([]byte(in.config.Data["admission-config.yaml"]), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	var accounts []string
+	for _, p := range cfg.Plugins {
+		if p.Name == "NodeRestriction" {
+			for _, sa := range p.Configuration.NodeScopedServiceAccounts {
+				accounts = append(accounts, "'system:serviceaccount:"+sa.Namespace+":"+sa.Name+"'")
+			}
+		}
+	}
+	want := "request.userInfo.username in [" + strings.Join(accounts, ", ") + "]"
+	for _, w := range in.validating.Webhooks {
+		if w.ClientConfig.Service == nil || w.ClientConfig.Service.Path == nil || *w.ClientConfig.Service.Path != "/validate/noderestriction" {
+			continue
+		}
+		if len(w.MatchConditions) != 1 || w.MatchConditions[0].Expression != want {
+			t.Errorf("matchConditions %v, want the one %q", w.MatchConditions, want)
+		}
+		return
+	}
+	t.Error("no NodeRestriction webhook")
+}

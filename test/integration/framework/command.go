@@ -1,0 +1,103 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package framework
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+)
+
+// commandsModule is the module whose commands BuildCommand builds.
+const commandsModule = "github.com/admitkit/admitkit/test/cmd/"
+
+var (
+	buildsMu sync.Mutex
+	builds   = map[string]*build{}
+)
+
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// BuildCommand builds test/cmd/<name> once per test binary and returns the
+// executable's path. It is built with the race detector exactly when the
+// test binary is, so that the build cache the test binary filled serves
+// every package and only the link is new.
+func BuildCommand(name string) (string, error) {
+	buildsMu.Lock()
+	b, ok := builds[name]
+	if !ok {
+		b = &build{}
+		builds[name] = b
+	}
+	buildsMu.Unlock()
+	b.once.Do(func() { b.path, b.err = goBuild(name) })
+	return b.path, b.err
+}
+
+func goBuild(name string) (string, error) {
+	dir, err := os.MkdirTemp("", "admitkit-cmd-")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, name)
+	args := []string{"build", "-o", out, "-ldflags=" + versionFlags()}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	args = append(args, commandsModule+name)
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
+	if output, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("go %v: %w\n%s", args, err, output)
+	}
+	return out, nil
+}
+
+// versionFlags stamp the commands with the k8s.io/kubernetes release this
+// module requires, as a release build is stamped, so that the stock server
+// reports v1.37.2 to kubectl version and discovery rather than a
+// development version.
+func versionFlags() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, dep := range info.Deps {
+		if dep.Path != "k8s.io/kubernetes" {
+			continue
+		}
+		major, minor, _ := strings.Cut(strings.TrimPrefix(dep.Version, "v"), ".")
+		minor, _, _ = strings.Cut(minor, ".")
+		const pkg = "k8s.io/component-base/version."
+		return strings.Join([]string{
+			"-X " + pkg + "gitVersion=" + dep.Version,
+			"-X " + pkg + "gitMajor=" + major,
+			"-X " + pkg + "gitMinor=" + minor,
+			"-X " + pkg + "gitTreeState=clean",
+		}, " ")
+	}
+	return ""
+}
