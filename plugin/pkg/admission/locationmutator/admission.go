@@ -19,8 +19,28 @@ limitations under the License.
 // inside kube-apiserver, on CREATE and UPDATE of any resource, built-in or
 // custom, so that no webhook hop can drop a mutation.
 //
-// The mutators come from the plugin's AdmissionConfiguration entry (see
-// apis/v1alpha1). Bad mutators and conflicting ones stop start-up.
+// Mutators come from two places. The plugin's AdmissionConfiguration entry
+// (see apis/v1alpha1, read by LoadConfiguration) lists them inline or in
+// files; bad mutators and conflicting ones stop start-up. With
+// watchMutators, the plugin also watches the mutators stored in the API
+// (mutations.gatekeeper.sh, the CRDs of package crds) and runs them beside
+// the configured ones, following every change without a restart; until
+// its first list is in, it refuses writes with an error clients retry, and
+// it reports each mutator's state in the
+// mutator's status.byPod, under this server's identity. Writes of the
+// mutators themselves are never changed or refused.
+//
+// A mutator's mode (the locationmutator.admission.admitkit.io/mode
+// annotation) is Enforce by default. One in Warn or Audit mode changes
+// nothing: it is tried on a copy of the object with the enforced ones, and
+// what it would have done is written in the UnenforcedAnnotationKey audit
+// annotation (and, for Warn, sent to the client as a warning).
+//
+// Every request whose object the mutators changed gets the AnnotationKey
+// audit annotation listing them (ReinvocationAnnotationKey when
+// kube-apiserver reinvokes the plugin), and with mutationAnnotations the
+// object gets Gatekeeper's gatekeeper.sh/mutations and
+// gatekeeper.sh/mutation-id annotations.
 package locationmutator
 
 import (
@@ -38,6 +58,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninitializer "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/client-go/dynamic"
@@ -48,6 +69,7 @@ import (
 
 	"github.com/admitkit/admitkit/plugin/initializer"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/notsynced"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/perrequest"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/versioned"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
@@ -71,7 +93,7 @@ const ReinvocationAnnotationKey = "locationmutator.admission.admitkit.io/mutatio
 // and fails (stopping kube-apiserver) on any invalid or conflicting mutator.
 func Register(plugins *admission.Plugins) {
 	plugins.Register(PluginName, func(config io.Reader) (admission.Interface, error) {
-		cfg, err := ReadConfiguration(config)
+		cfg, err := LoadConfiguration(config)
 		if err != nil {
 			return nil, err
 		}
@@ -95,6 +117,8 @@ type Plugin struct {
 	// mutators once they are known. Nil until then.
 	current         atomic.Pointer[mutation.System]
 	namespaceLister corev1listers.NamespaceLister
+	// namespacesSynced is the namespace informer's, when it is watched.
+	namespacesSynced func() bool
 	// namespaceLabels is bound once so that requests do not allocate a
 	// method value.
 	namespaceLabels match.NamespaceLabelsFunc
@@ -136,12 +160,9 @@ func NewPlugin(system *mutation.System) *Plugin {
 	}
 	p.current.Store(system)
 	p.namespaceLabels = p.lookupNamespaceLabels
+	p.SetReadyFunc(p.ready)
 	return p
 }
-
-// System returns the mutators requests run now, or nil while the live
-// mutators are not known yet.
-func (p *Plugin) System() *mutation.System { return p.current.Load() }
 
 // needsNamespaces reports whether a namespaceSelector may have to be
 // evaluated: some static mutator has one, or a live one may.
@@ -157,12 +178,19 @@ func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactor
 	}
 	nsInformer := f.Core().V1().Namespaces()
 	p.namespaceLister = nsInformer.Lister()
-	p.SetReadyFunc(nsInformer.Informer().HasSynced)
+	p.namespacesSynced = nsInformer.Informer().HasSynced
 }
 
-// SetNamespaceLister sets the Namespace lister directly, for servers (and
-// tests) without a shared informer factory.
-func (p *Plugin) SetNamespaceLister(l corev1listers.NamespaceLister) { p.namespaceLister = l }
+// ready reports whether requests find what they need: the namespaces'
+// first list when a namespaceSelector may need it, and the live mutators
+// once they are watched. A host that serves the plugin outside
+// kube-apiserver (a webhook) reports itself ready only then.
+func (p *Plugin) ready() bool {
+	if p.namespacesSynced != nil && !p.namespacesSynced() {
+		return false
+	}
+	return p.current.Load() != nil
+}
 
 // SetExternalKubeClientSet takes the client the live source records its
 // Events with.
@@ -306,9 +334,12 @@ func (p *Plugin) target(a admission.Attributes, accessor metav1.Object) match.Ta
 // mutate runs the candidates on the request's object and, when they
 // changed it, annotates and records it.
 func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) error {
-	res, err := p.apply(a, o, obj, candidates, target)
+	res, failed, err := p.apply(o, obj, a.GetKind(), candidates, target)
 	if err != nil {
 		return err
+	}
+	if failed != nil {
+		return refuse(a, failed)
 	}
 	return p.recordMutated(a, obj, res, candidates)
 }
@@ -327,35 +358,32 @@ func (p *Plugin) recordMutated(a admission.Attributes, obj runtime.Object, res m
 	return nil
 }
 
-// apply changes obj as the candidates say, and leaves it alone when they
-// change nothing. Custom resources arrive unstructured and are mutated in
-// place; built-in objects are mutated as versioned typed objects, in place
-// when the request holds one and converted back into the internal one
-// otherwise.
-func (p *Plugin) apply(a admission.Attributes, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) (mutation.Result, error) {
+// apply changes obj, of kind gvk, as the candidates say, and leaves it
+// alone when they change nothing. Custom resources arrive unstructured and
+// are mutated in place; built-in objects are mutated as versioned typed
+// objects, in place when the request holds one and converted back into
+// the internal one otherwise. failed is the mutators' own failure on the
+// object, which refuses it; err is the server's (a conversion).
+func (p *Plugin) apply(o admission.ObjectInterfaces, obj runtime.Object, gvk schema.GroupVersionKind, candidates []*mutation.Mutator, target *match.Target) (res mutation.Result, failed, err error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		res, err := mutation.Mutate(candidates, u.Object, target)
-		if err != nil {
-			return res, refuse(a, err)
-		}
-		return res, nil
+		res, failed = mutation.Mutate(candidates, u.Object, target)
+		return res, failed, nil
 	}
 	var none mutation.Result
-	gvk := a.GetKind()
 	versionedObj, internal, err := versioned.To(obj, gvk, o)
 	if err != nil {
-		return none, apierrors.NewInternalError(fmt.Errorf("%s: converting to %v: %w", PluginName, gvk, err))
+		return none, nil, apierrors.NewInternalError(fmt.Errorf("%s: converting to %v: %w", PluginName, gvk, err))
 	}
-	res, err := mutation.MutateTyped(candidates, versionedObj, target)
-	if err != nil {
-		return none, refuse(a, err)
+	res, failed = mutation.MutateTyped(candidates, versionedObj, target)
+	if failed != nil {
+		return none, failed, nil
 	}
 	if res.Mutated() && internal {
 		if err := versioned.Back(versionedObj, obj, o); err != nil {
-			return none, apierrors.NewInternalError(fmt.Errorf("%s: converting back from %v: %w", PluginName, gvk, err))
+			return none, nil, apierrors.NewInternalError(fmt.Errorf("%s: converting back from %v: %w", PluginName, gvk, err))
 		}
 	}
-	return res, nil
+	return res, nil, nil
 }
 
 // notSynced refuses, with an error clients retry, a write that arrives
@@ -366,12 +394,32 @@ func notSynced(a admission.Attributes) error {
 	return notsynced.Error(fmt.Sprintf("the %s admission plugin has not read the mutators from the API yet; retry the %s", PluginName, strings.ToLower(string(a.GetOperation()))))
 }
 
-// refuse turns an error of the mutators into the request's refusal.
-func refuse(a admission.Attributes, err error) error {
-	if _, trial := a.(trialAttributes); !trial {
-		recordRefusal(err)
-	}
-	return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
+// refuse refuses the request because the mutators failed on its object,
+// and counts why.
+func refuse(a admission.Attributes, failed error) error {
+	recordRefusal(failed)
+	return refusal(a, failed)
+}
+
+// refusal is the error that refuses a request because the mutators failed
+// on its object.
+func refusal(a admission.Attributes, failed error) error {
+	return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, failed))
+}
+
+// requestRecord is what the plugin has counted and reported for one
+// request, however often kube-apiserver invokes it on the request.
+type requestRecord struct {
+	// counted is done once the request is counted and its first audit
+	// annotation added.
+	counted perrequest.Once
+	// reported is done once the mutators in Warn or Audit mode are
+	// reported.
+	reported perrequest.Once
+}
+
+func recordOf(a admission.Attributes) *requestRecord {
+	return perrequest.Record[requestRecord](a, PluginName)
 }
 
 // record counts a request whose object the mutators changed, once however
@@ -381,10 +429,9 @@ func (p *Plugin) record(a admission.Attributes, res mutation.Result) {
 	if !res.Mutated() {
 		return
 	}
-	key := AnnotationKey
-	if countedBefore(a) {
-		key = ReinvocationAnnotationKey
-	} else {
+	key := ReinvocationAnnotationKey
+	if recordOf(a).counted.First() {
+		key = AnnotationKey
 		recordMutation(res)
 	}
 	value := appliedList(res)
@@ -394,21 +441,6 @@ func (p *Plugin) record(a admission.Attributes, res mutation.Result) {
 	if klog.V(4).Enabled() {
 		klog.V(4).InfoS("LocationMutator mutated an object", "kind", a.GetKind(), "namespace", a.GetNamespace(), "name", a.GetName(), "operation", a.GetOperation(), "mutators", value, "passes", res.Passes)
 	}
-}
-
-// countedBefore reports whether an earlier invocation of the plugin on the same
-// request already counted it, and notes in the request's reinvocation
-// context that it now has.
-func countedBefore(a admission.Attributes) bool {
-	rc := a.GetReinvocationContext()
-	if rc == nil {
-		return false
-	}
-	if rc.Value(PluginName) != nil {
-		return true
-	}
-	rc.SetValue(PluginName, true)
-	return false
 }
 
 // appliedList is "<Kind>/<name>,..." of the mutators that changed the

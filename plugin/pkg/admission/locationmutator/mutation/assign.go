@@ -5,7 +5,7 @@ Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
 You may obtain a copy of the License at
 
-	http://www.apache.org/licenses/LICENSE-2.0
+    http://www.apache.org/licenses/LICENSE-2.0
 
 Unless required by applicable law or agreed to in writing, software
 distributed under the License is distributed on an "AS IS" BASIS,
@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 package mutation
 
 import (
@@ -63,7 +64,7 @@ func compileAssignField(f mutationsv1.AssignField, p *field.Path, listElement bo
 
 // valueFor is what the assignment writes into an object with that
 // metadata.
-func (a assignment) valueFor(md Metadata) any {
+func (a assignment) valueFor(md requestMeta) any {
 	i := 0
 	switch a.fromMetadata {
 	case "namespace":
@@ -80,7 +81,7 @@ func (a assignment) valueFor(md Metadata) any {
 
 // write sets the value unless it is there already. A null value is never
 // written where nothing is.
-func (a assignment) write(m *Mutator, s slot, exists bool, md Metadata) (effect, error) {
+func (a assignment) write(m *Mutator, s slot, exists bool, md requestMeta) (effect, error) {
 	v := a.valueFor(md)
 	if (exists && s.holds(v)) || (!exists && v == nil) {
 		return effect{}, nil
@@ -120,8 +121,8 @@ func (a assignOp) writeElement(m *Mutator, l list, j int) (effect, error) {
 	return e, nil
 }
 
-// NewAssign validates an Assign and returns its mutator.
-func NewAssign(a *mutationsv1.Assign) (*Mutator, field.ErrorList) {
+// newAssign validates an Assign and returns its mutator.
+func newAssign(a *mutationsv1.Assign) (*Mutator, field.ErrorList) {
 	m, errs := newMutator(mutationsv1.KindAssign, a.Name, a.Spec.Location, endRule{keepKey: true})
 	m.generation = a.Generation
 	vp := field.NewPath("spec", "parameters", "assign")

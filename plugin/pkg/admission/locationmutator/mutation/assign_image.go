@@ -5,7 +5,7 @@ Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
 You may obtain a copy of the License at
 
-	http://www.apache.org/licenses/LICENSE-2.0
+    http://www.apache.org/licenses/LICENSE-2.0
 
 Unless required by applicable law or agreed to in writing, software
 distributed under the License is distributed on an "AS IS" BASIS,
@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 package mutation
 
 import (
@@ -59,7 +60,7 @@ func (a assignImageOp) summary(where string) string {
 	return fmt.Sprintf("set the image at %s to %s", where, strings.Join(parts, ", "))
 }
 
-func (a assignImageOp) write(m *Mutator, s slot, exists bool, _ Metadata) (effect, error) {
+func (a assignImageOp) write(m *Mutator, s slot, exists bool, _ requestMeta) (effect, error) {
 	cur := ""
 	if exists {
 		var ok bool
@@ -79,8 +80,8 @@ func (a assignImageOp) write(m *Mutator, s slot, exists bool, _ Metadata) (effec
 	return e, nil
 }
 
-// NewAssignImage validates an AssignImage and returns its mutator.
-func NewAssignImage(a *mutationsv1alpha1.AssignImage) (*Mutator, field.ErrorList) {
+// newAssignImage validates an AssignImage and returns its mutator.
+func newAssignImage(a *mutationsv1alpha1.AssignImage) (*Mutator, field.ErrorList) {
 	m, errs := newMutator(mutationsv1.KindAssignImage, a.Name, a.Spec.Location, endRule{listEnd: "must end in the field holding the image, not in a list selector", keepKey: true})
 	m.generation = a.Generation
 	pp := a.Spec.Parameters

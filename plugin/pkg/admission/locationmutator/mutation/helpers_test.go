@@ -103,7 +103,7 @@ spec:
 
 func runOnce(t testing.TB, m *Mutator, o map[string]any) (bool, error) {
 	t.Helper()
-	return m.Mutate(o, Metadata{Namespace: "default", Name: "web"})
+	return m.mutate(o, requestMeta{Namespace: "default", Name: "web"})
 }
 
 func equalYAML(t testing.TB, got map[string]any, want string) {
@@ -134,4 +134,18 @@ func checkMutation(t *testing.T, m *Mutator, before, after, wantErr string) {
 	if changed, err := runOnce(t, m, o); err != nil || changed {
 		t.Fatalf("second run changed=%v err=%v", changed, err)
 	}
+}
+
+// mutate applies m once to obj, an object in its unstructured form, as a
+// request of one mutator: one scratch, one walk.
+func (m *Mutator) mutate(obj map[string]any, md requestMeta) (bool, error) {
+	e, err := m.mutateUnstructured(obj, md)
+	return e.changed, err
+}
+
+// mutateUnstructured is mutate with the whole effect.
+func (m *Mutator) mutateUnstructured(obj map[string]any, md requestMeta) (effect, error) {
+	sc := jsonScratches.Get().(*jsonScratch)
+	defer sc.release()
+	return (&unstructuredRoot{obj: obj, sc: sc}).apply(m, md)
 }

@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictjson"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictdecode"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 )
 
@@ -48,10 +48,10 @@ func (k Kind) GVR() schema.GroupVersionResource {
 
 // Kinds are the mutator kinds, in kind order (the run order's first key).
 var Kinds = []Kind{
-	{mutationsv1.KindAssign, []string{"v1", "v1beta1", "v1alpha1"}, "assign", decodeAs(NewAssign)},
-	{mutationsv1.KindAssignImage, []string{"v1alpha1"}, "assignimage", decodeAs(NewAssignImage)},
-	{mutationsv1.KindAssignMetadata, []string{"v1", "v1beta1", "v1alpha1"}, "assignmetadata", decodeAs(NewAssignMetadata)},
-	{mutationsv1.KindModifySet, []string{"v1", "v1beta1", "v1alpha1"}, "modifyset", decodeAs(NewModifySet)},
+	{mutationsv1.KindAssign, []string{"v1", "v1beta1", "v1alpha1"}, "assign", decodeAs(newAssign)},
+	{mutationsv1.KindAssignImage, []string{"v1alpha1"}, "assignimage", decodeAs(newAssignImage)},
+	{mutationsv1.KindAssignMetadata, []string{"v1", "v1beta1", "v1alpha1"}, "assignmetadata", decodeAs(newAssignMetadata)},
+	{mutationsv1.KindModifySet, []string{"v1", "v1beta1", "v1alpha1"}, "modifyset", decodeAs(newModifySet)},
 }
 
 // kindNamed returns the kind called name.
@@ -77,7 +77,7 @@ func kindNames() []string {
 func decodeAs[T any](build func(*T) (*Mutator, field.ErrorList)) func([]byte) (*Mutator, field.ErrorList, error) {
 	return func(data []byte) (*Mutator, field.ErrorList, error) {
 		var obj T
-		if err := strictjson.Unmarshal(data, &obj); err != nil {
+		if err := strictdecode.JSON(data, &obj); err != nil {
 			return nil, nil, err
 		}
 		m, errs := build(&obj)

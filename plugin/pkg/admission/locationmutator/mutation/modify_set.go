@@ -5,7 +5,7 @@ Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
 You may obtain a copy of the License at
 
-	http://www.apache.org/licenses/LICENSE-2.0
+    http://www.apache.org/licenses/LICENSE-2.0
 
 Unless required by applicable law or agreed to in writing, software
 distributed under the License is distributed on an "AS IS" BASIS,
@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 package mutation
 
 import (
@@ -49,7 +50,7 @@ func (o modifySetOp) summary(where string) string {
 	return fmt.Sprintf("add %s to the list at %s", strings.Join(parts, ", "), where)
 }
 
-func (o modifySetOp) write(m *Mutator, s slot, exists bool, _ Metadata) (effect, error) {
+func (o modifySetOp) write(m *Mutator, s slot, exists bool, _ requestMeta) (effect, error) {
 	if !exists && (o.prune || len(o.values.values) == 0) {
 		return effect{}, nil
 	}
@@ -67,10 +68,10 @@ func (o modifySetOp) write(m *Mutator, s slot, exists bool, _ Metadata) (effect,
 	return e, nil
 }
 
-// NewModifySet validates a ModifySet and returns its mutator. Its key field
+// newModifySet validates a ModifySet and returns its mutator. Its key field
 // may be the last node (`[name: x].name` as a set is odd but converges), as
 // in Gatekeeper.
-func NewModifySet(s *mutationsv1.ModifySet) (*Mutator, field.ErrorList) {
+func newModifySet(s *mutationsv1.ModifySet) (*Mutator, field.ErrorList) {
 	m, errs := newMutator(mutationsv1.KindModifySet, s.Name, s.Spec.Location, endRule{listEnd: "must end in a field holding the list, not in a list selector"})
 	m.generation = s.Generation
 	var op modifySetOp

@@ -18,6 +18,8 @@ package mutation
 
 import (
 	"testing"
+
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 )
 
 // The pathTest table of the spec's section 2.6.
@@ -157,7 +159,7 @@ spec:
       fromMetadata: {field: namespace}
 `)
 	o := obj(t, `spec: {containers: [{name: a}]}`)
-	if _, err := m.Mutate(o, Metadata{Namespace: "prod", Name: "web"}); err != nil {
+	if _, err := m.mutate(o, requestMeta{Namespace: "prod", Name: "web"}); err != nil {
 		t.Fatal(err)
 	}
 	equalYAML(t, o, `spec: {containers: [{name: a, env: [{name: NAMESPACE, value: prod}]}]}`)
@@ -291,7 +293,7 @@ spec:
 // print as null, so they are missing values, and nothing may panic on them.
 func TestMutateNilContainers(t *testing.T) {
 	m := assign(t, "a", "spec.x.z", "1")
-	if _, err := m.Mutate(nil, Metadata{}); err == nil {
+	if _, err := m.mutate(nil, requestMeta{}); err == nil {
 		t.Fatal("a nil object has nowhere to write and must be an error")
 	}
 	o := map[string]any{"spec": map[string]any{"x": map[string]any(nil)}}
@@ -336,6 +338,24 @@ func TestAssignImageConverges(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+func TestAddsLabel(t *testing.T) {
+	metadata := func(location string) string {
+		return "apiVersion: mutations.gatekeeper.sh/v1\nkind: AssignMetadata\nmetadata: {name: m}\nspec:\n  location: " + location + "\n  parameters: {assign: {value: x}}\n"
+	}
+	for _, tt := range []struct {
+		name, doc string
+		want      bool
+	}{
+		{"AssignMetadata of a label", metadata("metadata.labels.team"), true},
+		{"AssignMetadata of an annotation", metadata("metadata.annotations.team"), false},
+		{"Assign", podMutator(mutationsv1.KindAssign, "a", "spec.containers[name:*].imagePullPolicy", "{assign: {value: Always}}"), false},
+	} {
+		if got := mustDecode(t, tt.doc).AddsLabel(); got != tt.want {
+			t.Errorf("%s: AddsLabel() = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

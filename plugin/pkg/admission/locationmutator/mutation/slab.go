@@ -5,7 +5,7 @@ Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
 You may obtain a copy of the License at
 
-	http://www.apache.org/licenses/LICENSE-2.0
+    http://www.apache.org/licenses/LICENSE-2.0
 
 Unless required by applicable law or agreed to in writing, software
 distributed under the License is distributed on an "AS IS" BASIS,
@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 package mutation
 
 // slabChunk is how many values a slab allocates at once.
@@ -21,8 +22,11 @@ const slabChunk = 16
 // slab hands out pointers to values in chunks it keeps. The walker passes
 // objects, slots and lists through interfaces, and each one put there on
 // its own would be an allocation; from a slab, a walk allocates a chunk
-// now and then, and none once the chunks are there. reset frees every
-// value at once: what a walk made is not used after it.
+// now and then, and none once the chunks are there. A request takes one
+// scratch of slabs and resets them before each walk: reset rewinds, so
+// that the next walk overwrites the values the last one left (none is
+// used after its walk), and frees nothing. clear, when the request ends,
+// zeroes them, so that a scratch back in its pool holds on to no object.
 type slab[T any] struct {
 	chunks []*[slabChunk]T
 	used   int
@@ -43,6 +47,7 @@ func (s *slab[T]) put(v T) *T {
 	return p
 }
 
+// reset rewinds s: the next put reuses the first value.
 func (s *slab[T]) reset() { s.used = 0 }
 
 // clear zeroes what was used, so that the slab refers to nothing, and

@@ -27,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/objectname"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/internal/btree"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 )
 
@@ -52,7 +54,7 @@ type System struct {
 	// order: the candidates of every other binding.
 	anyKind *candidates
 	// types holds, per slot key, the types the mutators imply there.
-	types           tree[*keyTypes]
+	types           btree.Tree[*keyTypes]
 	needsNamespaces bool
 	// unenforced says some mutator is in Warn or Audit mode.
 	unenforced bool
@@ -105,15 +107,14 @@ func (s *System) ConflictsWith(m *Mutator) []Conflict {
 		if list == nil {
 			continue
 		}
-		list.bound.ascend(everything, func(o *Mutator) bool {
+		for o := range list.bound.All() {
 			if o.id != m.id && !seen[o] {
 				seen[o] = true
 				if c, ok := conflictBetween(m, o); ok {
 					out = append(out, c)
 				}
 			}
-			return true
-		})
+		}
 	}
 	sortConflicts(out)
 	return out
@@ -124,8 +125,8 @@ func (s *System) ConflictsWith(m *Mutator) []Conflict {
 // conflicts with none (see conflictBetween).
 func (s *System) mayConflict(m *Mutator) bool {
 	for _, slot := range m.slots {
-		kt, ok := s.types.first(func(kt *keyTypes) bool { return kt.key >= slot.key })
-		if ok && kt.key == slot.key && (len(kt.types) > 1 || kt.types[0] != slot.t) {
+		kt, ok := typesOf(s.types, slot.key)
+		if ok && (len(kt.types) > 1 || kt.types[0] != slot.t) {
 			return true
 		}
 	}
@@ -147,7 +148,7 @@ func (s *System) Len() int { return s.n }
 
 // Mutators returns the mutators in run order.
 func (s *System) Mutators() []*Mutator {
-	out := s.anyKind.anyKind.appendTo(make([]*Mutator, 0, s.n))
+	out := slices.AppendSeq(make([]*Mutator, 0, s.n), s.anyKind.anyKind.All())
 	seen := make(map[*Mutator]bool, s.n)
 	for _, kinds := range s.byKind {
 		for _, k := range kinds {
@@ -155,13 +156,12 @@ func (s *System) Mutators() []*Mutator {
 				if list == nil {
 					continue
 				}
-				list.bound.ascend(everything, func(m *Mutator) bool {
+				for m := range list.bound.All() {
 					if !seen[m] {
 						seen[m] = true
 						out = append(out, m)
 					}
-					return true
-				})
+				}
 			}
 		}
 	}
@@ -241,6 +241,12 @@ type Result struct {
 	// Applied lists, in run order, every mutator that changed the object in
 	// some pass.
 	Applied []ID
+	// Reached lists, in run order, every mutator that reached the end of
+	// its location in a pass that changed the object, whether or not it
+	// changed the value there: the mutators Gatekeeper's
+	// gatekeeper.sh/mutations annotation names. It holds every one of
+	// Applied.
+	Reached []ID
 	// Passes is the number of passes run.
 	Passes int
 }
@@ -264,36 +270,47 @@ func (r Result) Mutated() bool { return len(r.Applied) > 0 }
 // and leaves them as Gatekeeper's deep comparison would, one pass later.
 // t.Labels is refreshed from obj on every pass after the first.
 func Mutate(candidates []*Mutator, obj map[string]any, t *match.Target) (Result, error) {
-	return run(candidates, unstructuredRoot(obj), t)
+	sc := jsonScratches.Get().(*jsonScratch)
+	defer sc.release()
+	return run(candidates, &unstructuredRoot{obj: obj, sc: sc}, t)
 }
 
 // mutable is an object the system mutates: an unstructured map, or a typed
 // object (MutateTyped).
 type mutable interface {
 	// apply runs m once.
-	apply(m *Mutator, md Metadata) (bool, error)
+	apply(m *Mutator, md requestMeta) (effect, error)
 	labels() labels.Labels
 	snapshot() (any, error)
 	// same compares the object with a snapshot, as JSON.
 	same(snapshot any) (bool, error)
 }
 
-// unstructuredRoot is an object in its unstructured form.
-type unstructuredRoot map[string]any
-
-func (o unstructuredRoot) apply(m *Mutator, md Metadata) (bool, error) {
-	return m.Mutate(o, md)
+// unstructuredRoot is an object in its unstructured form, and the
+// request's scratch, which every walk of the request reuses.
+type unstructuredRoot struct {
+	obj map[string]any
+	sc  *jsonScratch
 }
-func (o unstructuredRoot) labels() labels.Labels  { return labelsOf(o) }
-func (o unstructuredRoot) snapshot() (any, error) { return deepCopyJSON(map[string]any(o)), nil }
-func (o unstructuredRoot) same(snapshot any) (bool, error) {
-	return jsonEqual(snapshot, map[string]any(o)), nil
+
+func (o *unstructuredRoot) apply(m *Mutator, md requestMeta) (effect, error) {
+	if o.obj == nil {
+		return effect{}, fmt.Errorf("%s: the object is null, there is nothing to mutate", m.id)
+	}
+	o.sc.reset()
+	return m.run(o.sc.object(o.obj), md)
+}
+func (o *unstructuredRoot) labels() labels.Labels  { return labelsOf(o.obj) }
+func (o *unstructuredRoot) snapshot() (any, error) { return deepCopyJSON(o.obj), nil }
+func (o *unstructuredRoot) same(snapshot any) (bool, error) {
+	return jsonEqual(snapshot, o.obj), nil
 }
 
 func run(candidates []*Mutator, obj mutable, t *match.Target) (Result, error) {
 	var (
 		res     Result
 		applied []int // indexes of the candidates that changed it, sorted: run order
+		reached []int // and of those that reached their location in a pass that changed it
 		matched int
 	)
 	for pass := 1; ; pass++ {
@@ -322,15 +339,15 @@ func run(candidates []*Mutator, obj mutable, t *match.Target) (Result, error) {
 			changed = !same
 		}
 		if !changed {
-			for _, i := range applied {
-				res.Applied = append(res.Applied, candidates[i].id)
-			}
+			res.Applied = idsOf(candidates, applied)
+			res.Reached = idsOf(candidates, reached)
 			if klog.V(5).Enabled() && res.Mutated() {
 				klog.InfoS("LocationMutator converged", "object", describe(t), "passes", pass, "applied", res.Applied)
 			}
 			return res, nil
 		}
 		applied = mergeIndexes(applied, p.changed)
+		reached = mergeIndexes(reached, p.reached)
 		if pass >= matched+1 {
 			return res, notConverging(candidates, p.changed, t, pass)
 		}
@@ -341,11 +358,12 @@ func run(candidates []*Mutator, obj mutable, t *match.Target) (Result, error) {
 type pass struct {
 	matched int   // how many candidates matched
 	changed []int // the candidates that changed the object, in run order
+	reached []int // those that reached their location (effect.reached)
 }
 
 func runPass(candidates []*Mutator, obj mutable, t *match.Target) (pass, error) {
 	var p pass
-	md := Metadata{Namespace: t.Namespace, Name: t.Name}.withValues()
+	md := requestMeta{Namespace: t.Namespace, Name: t.Name}.withValues()
 	for i, m := range candidates {
 		ok, err := m.matcher.Matches(t)
 		if err != nil {
@@ -355,15 +373,30 @@ func runPass(candidates []*Mutator, obj mutable, t *match.Target) (pass, error) 
 			continue
 		}
 		p.matched++
-		c, err := obj.apply(m, md)
+		e, err := obj.apply(m, md)
 		if err != nil {
 			return p, fmt.Errorf("%s: %w", describe(t), err)
 		}
-		if c {
+		if e.changed {
 			p.changed = append(p.changed, i)
+		}
+		if e.reached {
+			p.reached = append(p.reached, i)
 		}
 	}
 	return p, nil
+}
+
+// idsOf names the candidates at indexes; nil for none.
+func idsOf(candidates []*Mutator, indexes []int) []ID {
+	if len(indexes) == 0 {
+		return nil
+	}
+	out := make([]ID, len(indexes))
+	for i, c := range indexes {
+		out[i] = candidates[c].id
+	}
+	return out
 }
 
 // mergeIndexes adds the sorted indexes add to the sorted set into.
@@ -384,49 +417,37 @@ func notConverging(candidates []*Mutator, changed []int, t *match.Target, passes
 	return fmt.Errorf("%w: %s still changed after %d passes, by %s", ErrNotConverging, describe(t), passes, strings.Join(names, ", "))
 }
 
-// describe names the object in errors: group, kind, namespace and name (or
-// generateName when the name is not known yet).
+// describe names the object in errors, the way every plugin names it.
 func describe(t *match.Target) string {
-	gk := t.GVK.Kind
-	if t.GVK.Group != "" {
-		gk = t.GVK.Kind + "." + t.GVK.Group
-	}
-	name := t.Name
-	if name == "" && t.GenerateName != "" {
-		name = t.GenerateName + "*"
-	}
-	if t.Namespace != "" {
-		return fmt.Sprintf("%s %s/%s", gk, t.Namespace, name)
-	}
-	return fmt.Sprintf("%s %s", gk, name)
+	return objectname.Of(t.GVK.GroupKind(), t.Namespace, t.Name, t.GenerateName)
 }
 
 // labelsOf reads metadata.labels from an unstructured object without
 // copying it.
-func labelsOf(obj map[string]any) LabelMap {
+func labelsOf(obj map[string]any) labelMap {
 	md, _ := obj["metadata"].(map[string]any)
 	l, _ := md["labels"].(map[string]any)
-	return LabelMap(l)
+	return labelMap(l)
 }
 
-// LabelMap presents the labels of an unstructured object to a selector.
+// labelMap presents the labels of an unstructured object to a selector.
 // Values that are not strings read as missing.
-type LabelMap map[string]any
+type labelMap map[string]any
 
 // Has reports whether the label is set to a string.
-func (l LabelMap) Has(key string) bool {
+func (l labelMap) Has(key string) bool {
 	_, ok := l[key].(string)
 	return ok
 }
 
 // Get returns the label's value, or "".
-func (l LabelMap) Get(key string) string {
+func (l labelMap) Get(key string) string {
 	s, _ := l[key].(string)
 	return s
 }
 
 // Lookup returns the label's value and whether it is set.
-func (l LabelMap) Lookup(key string) (string, bool) {
+func (l labelMap) Lookup(key string) (string, bool) {
 	s, ok := l[key].(string)
 	return s, ok
 }

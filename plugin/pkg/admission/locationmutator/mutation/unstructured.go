@@ -21,8 +21,9 @@ import (
 	"sync"
 )
 
-// Metadata is what fromMetadata can read.
-type Metadata struct {
+// requestMeta is what a mutator may read of the request besides the
+// object: the namespace and name fromMetadata writes.
+type requestMeta struct {
 	Namespace string
 	Name      string
 	// values are Namespace and Name as the JSON values fromMetadata
@@ -31,22 +32,17 @@ type Metadata struct {
 }
 
 // withValues returns md with its JSON values made.
-func (md Metadata) withValues() Metadata {
+func (md requestMeta) withValues() requestMeta {
 	md.values = &[2]any{md.Namespace, md.Name}
 	return md
 }
 
-// Mutate applies m once to obj, an object in its unstructured form
-// (map[string]any, as custom resources arrive), in place, and reports
-// whether any value really changed.
-func (m *Mutator) Mutate(obj map[string]any, md Metadata) (bool, error) {
-	if obj == nil {
-		return false, fmt.Errorf("%s: the object is null, there is nothing to mutate", m.id)
-	}
-	sc := jsonScratches.Get().(*jsonScratch)
-	defer sc.release()
-	return m.run(sc.object(obj), md)
-}
+// The unstructured form's implementations of the walker's interfaces.
+var (
+	_ object = (*jsonObject)(nil)
+	_ slot   = (*jsonSlot)(nil)
+	_ list   = (*jsonList)(nil)
+)
 
 // jsonScratch holds the objects, slots and lists of walks on unstructured
 // objects.
@@ -56,7 +52,7 @@ type jsonScratch struct {
 	lists   slab[jsonList]
 }
 
-// jsonScratches keep the chunks of finished walks for the next ones.
+// jsonScratches keep the chunks of finished requests for the next ones.
 var jsonScratches = sync.Pool{New: func() any { return new(jsonScratch) }}
 
 // release empties sc, so that it holds on to no object, and returns it to
@@ -66,6 +62,13 @@ func (sc *jsonScratch) release() {
 	sc.slots.clear()
 	sc.lists.clear()
 	jsonScratches.Put(sc)
+}
+
+// reset rewinds sc for the next walk of the same request.
+func (sc *jsonScratch) reset() {
+	sc.objects.reset()
+	sc.slots.reset()
+	sc.lists.reset()
 }
 
 func (sc *jsonScratch) object(m map[string]any) *jsonObject {
