@@ -3,8 +3,10 @@
 # NodeRestriction and LocationMutator enabled, an embedded etcd, a token file
 # with an admin and a node identity, and kubeconfigs for both, and Kubernetes'
 # own kube-controller-manager beside it, as in every cluster (namespace
-# deletion, garbage collection, the admin/edit/view role aggregation); then
-# prints kubectl commands to try against hack/examples/. Ctrl-C stops it; running
+# deletion, garbage collection, the admin/edit/view role aggregation); then,
+# once both serve and the controller manager runs the controllers the
+# walkthrough needs, prints kubectl commands to try against hack/examples/,
+# which can be pasted all at once. Ctrl-C stops it; running
 # the script again restarts it on the same data.
 #
 # With HA=1 it runs what a highly available control plane runs, on this one
@@ -196,12 +198,33 @@ start_stock() {
     # upstream's kube-apiserver takes its service-account key from a file,
     # which kube-controller-manager signs tokens with too.
     local sa_key="${DATA_DIR}/service-account.key"
+    # Made with Go's own crypto, so that WEBHOOK=1 needs nothing but Go.
     if [[ ! -s "${sa_key}" ]]; then
-        if ! command -v openssl >/dev/null; then
-            echo "WEBHOOK=1 needs openssl to make the service-account key ${sa_key}" >&2
-            exit 1
-        fi
-        (umask 077 && openssl genrsa -out "${sa_key}" 2048 2>/dev/null)
+        local gen="${DATA_DIR}/service-account-key"
+        mkdir -p "${gen}"
+        cat >"${gen}/main.go" <<'GO'
+package main
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"log"
+	"os"
+)
+
+func main() {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := pem.Encode(os.Stdout, &pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}); err != nil {
+		log.Fatal(err)
+	}
+}
+GO
+        (umask 077 && cd "${gen}" && GOFLAGS= GOWORK=off go run main.go >"${sa_key}.tmp") && mv "${sa_key}.tmp" "${sa_key}"
     fi
     # The flags of admitkit-apiserver, but what only it understands.
     local flags=() flag
@@ -278,6 +301,45 @@ install_webhook() {
         sleep 1
     done
     echo "admitkit-webhook did not write the CA bundle into its webhook configurations in 30s; see ${log}" >&2
+    exit 1
+}
+
+# wait_controllers waits until kube-controller-manager, pid $1 with log $2,
+# does what the walkthrough below relies on: it serves /healthz, holds its
+# leader lease (only the leader runs controllers; after a restart the
+# previous run's lease must first expire), has given the default namespace
+# its service account (pods are refused without one), and has aggregated
+# the PodPreset roles into admin.
+wait_controllers() {
+    # Its serving certificate is self-signed; /healthz needs no
+    # permission, and its own token keeps kubectl from prompting for one.
+    local step="serving /healthz" healthz=(
+        "${KUBECTL}" --kubeconfig=/dev/null --token="${KCM_TOKEN}" --server="https://127.0.0.1:${KCM_PORT}"
+        --insecure-skip-tls-verify=true get --raw /healthz)
+    for _ in $(seq 1 120); do
+        if ! kill -0 "$1" 2>/dev/null; then
+            echo "kube-controller-manager exited during start-up; the end of $2:" >&2
+            tail -n 20 "$2" >&2
+            exit 1
+        fi
+        case "${step}" in
+        "serving /healthz")
+            "${healthz[@]}" </dev/null >/dev/null 2>&1 && step="holding its leader lease" && continue ;;
+        "holding its leader lease")
+            grep -q 'Successfully acquired lease" lock="kube-system/kube-controller-manager"' "$2" \
+                && step="creating the default service account" && continue ;;
+        "creating the default service account")
+            "${KUBECTL}" --kubeconfig="${ADMIN_KUBECONFIG}" get serviceaccount default -n default >/dev/null 2>&1 \
+                && step="aggregating the admin role" && continue ;;
+        "aggregating the admin role")
+            if "${KUBECTL}" --kubeconfig="${ADMIN_KUBECONFIG}" get clusterrole admin \
+                -o jsonpath='{.rules[*].resources}' 2>/dev/null | grep -qw podpresets; then
+                return
+            fi ;;
+        esac
+        sleep 1
+    done
+    echo "kube-controller-manager was not ${step} after 120s; see $2" >&2
     exit 1
 }
 
@@ -365,6 +427,7 @@ KCM_PIDS+=($!)
 if [[ -n "${WEBHOOK}" ]]; then
     install_webhook
 fi
+wait_controllers "${KCM_PIDS[0]}" "${KCM_LOG}"
 
 K="${KUBECTL#"${ROOT}/"} --kubeconfig=${ADMIN_KUBECONFIG#"${ROOT}/"}"
 READY="admitkit-apiserver is ready"
@@ -386,6 +449,8 @@ ${READY}. From ${ROOT}, try:
   # a namespace (the LocationMutator labels it managed-by=admitkit), two presets, a pod
   ${K} apply -f hack/examples/namespace.yaml
   ${K} get namespace shop --show-labels
+  # (kube-controller-manager gives the new namespace the service account its pods run as)
+  ${K} wait --for=create serviceaccount/default -n shop --timeout=30s
   ${K} apply -n shop -f hack/examples/podpreset.yaml
   ${K} apply -f hack/examples/clusterpodpreset.yaml
   ${K} get podpresets -n shop

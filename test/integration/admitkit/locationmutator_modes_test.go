@@ -48,7 +48,6 @@ func pullPolicies(pod *corev1.Pod) []corev1.PullPolicy {
 // set while the pod is created as sent and the audit log records it; then
 // switched to Enforce with kubectl annotate, after which it applies.
 func TestLocationMutatorWarnMode(t *testing.T) {
-	requirePlugin(t, locationmutator.PluginName)
 	ns := lmModesNamespace
 	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	client := framework.KubeClient(t, server.AdminConfig())
@@ -151,7 +150,6 @@ func TestLocationMutatorWarnMode(t *testing.T) {
 // server's configuration, a pod the configured mutators change carries
 // Gatekeeper's two annotations, and one they leave alone carries neither.
 func TestLocationMutatorGatekeeperAnnotations(t *testing.T) {
-	requirePlugin(t, locationmutator.PluginName)
 	ctx := context.Background()
 	client := framework.KubeClient(t, server.AdminConfig())
 	framework.CreateNamespace(t, server.AdminConfig(), "lm-annotations", nil)

@@ -36,7 +36,6 @@ const modesNamespace = "pp-modes"
 // Warn mode kubectl prints what it would set, the pod is created as sent
 // and the audit log records it; switched to Enforce, it applies.
 func TestPodPresetWarnMode(t *testing.T) {
-	requirePlugin(t, podpreset.PluginName)
 	ns := modesNamespace
 	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	preset := `apiVersion: settings.k8s.io/v1alpha1

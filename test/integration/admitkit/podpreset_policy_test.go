@@ -116,7 +116,6 @@ func injected(pod *corev1.Pod, name, value string) []string {
 // that a preset written without the new fields behaves as presets always
 // did.
 func TestPodPresetTargetingAndPolicies(t *testing.T) {
-	requirePlugin(t, "PodPreset")
 	ns := "pp-policies"
 	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	everyContainer := []string{"init", "log-shipper", "app", "istio-proxy"}
