@@ -3,8 +3,9 @@
 # beside the API types, and OpenAPI definitions, the typed clientset,
 # listers, informers and apply configurations under generated/.
 # Then the CustomResourceDefinitions of the LocationMutator's mutator kinds
+# and of Gatekeeper's external data Provider
 # (plugin/pkg/admission/locationmutator/crds/manifests), from the types in
-# its apis/mutations.
+# its apis/mutations and apis/externaldata.
 # The generators are k8s.io/code-generator's kube_codegen.sh (which builds
 # its generators, openapi-gen included, in code-generator's own module) and
 # controller-tools' controller-gen, at the versions hack/tools/go.mod pins.
@@ -76,4 +77,5 @@ rm -f "${CRD_DIR}"/*.yaml
 CONTROLLER_GEN=$(cd "${TOOLS}" && go tool -n controller-gen)
 "${CONTROLLER_GEN}" crd \
     paths=./plugin/pkg/admission/locationmutator/apis/mutations/... \
+    paths=./plugin/pkg/admission/locationmutator/apis/externaldata/... \
     output:crd:dir="${CRD_DIR}"
