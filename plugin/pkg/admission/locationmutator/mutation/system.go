@@ -264,7 +264,7 @@ func (r Result) Mutated() bool { return len(r.Applied) > 0 }
 // and leaves them as Gatekeeper's deep comparison would, one pass later.
 // t.Labels is refreshed from obj on every pass after the first.
 func Mutate(candidates []*Mutator, obj map[string]any, t *match.Target) (Result, error) {
-	return run(candidates, unstructuredRoot(obj), t)
+	return run(candidates, unstructuredRoot(obj), t, nil)
 }
 
 // mutable is an object the system mutates: an unstructured map, or a typed
@@ -290,7 +290,7 @@ func (o unstructuredRoot) same(snapshot any) (bool, error) {
 	return jsonEqual(snapshot, map[string]any(o)), nil
 }
 
-func run(candidates []*Mutator, obj mutable, t *match.Target) (Result, error) {
+func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External) (Result, error) {
 	var (
 		res     Result
 		applied []int // indexes of the candidates that changed it, sorted: run order
@@ -308,7 +308,7 @@ func run(candidates []*Mutator, obj mutable, t *match.Target) (Result, error) {
 		if pass > 1 {
 			t.Labels = obj.labels()
 		}
-		p, err := runPass(candidates, obj, t)
+		p, err := runPass(candidates, obj, t, ext)
 		if err != nil {
 			return res, err
 		}
@@ -343,9 +343,9 @@ type pass struct {
 	changed []int // the candidates that changed the object, in run order
 }
 
-func runPass(candidates []*Mutator, obj mutable, t *match.Target) (pass, error) {
+func runPass(candidates []*Mutator, obj mutable, t *match.Target, ext *External) (pass, error) {
 	var p pass
-	md := Metadata{Namespace: t.Namespace, Name: t.Name}.withValues()
+	md := Metadata{Namespace: t.Namespace, Name: t.Name, external: ext}.withValues()
 	for i, m := range candidates {
 		ok, err := m.matcher.Matches(t)
 		if err != nil {
