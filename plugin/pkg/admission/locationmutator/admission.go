@@ -80,6 +80,9 @@ func Register(plugins *admission.Plugins) {
 			return nil, err
 		}
 		p := NewPlugin(s)
+		if p.providers, err = newProviders(cfg.ExternalData); err != nil {
+			return nil, err
+		}
 		p.watchMutators = cfg.WatchMutators
 		p.mutationAnnotations = cfg.MutationAnnotations
 		return p, nil
@@ -102,6 +105,10 @@ type Plugin struct {
 	// mutationAnnotations writes Gatekeeper's mutation annotations on the
 	// objects the mutators change.
 	mutationAnnotations bool
+
+	// providers answer the mutators' externalData (providers.go); nil
+	// runs them without, as an offline host does.
+	providers *providers
 
 	// The live source (watchMutators) and what it needs.
 	watchMutators bool
@@ -213,6 +220,9 @@ func (p *Plugin) startLive() {
 	events := newEventRecorder(p.kubeClient, p.stop)
 	p.live = newLiveSource(p.static, p.dynamicClient, p.identity, events, func(s *mutation.System) { p.current.Store(s) })
 	p.live.run(p.stop)
+	if p.providers != nil {
+		p.providers.watchLive(p.dynamicClient, events, p.stop)
+	}
 }
 
 func (p *Plugin) lookupNamespaceLabels(name string) (labels.Labels, error) {
@@ -275,7 +285,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 	if !matched {
 		return nil
 	}
-	return p.mutate(a, o, obj, candidates, &target)
+	return p.mutate(ctx, a, o, obj, candidates, &target)
 }
 
 // target describes the object to the matchers the way Gatekeeper's webhook
@@ -305,8 +315,8 @@ func (p *Plugin) target(a admission.Attributes, accessor metav1.Object) match.Ta
 
 // mutate runs the candidates on the request's object and, when they
 // changed it, annotates and records it.
-func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) error {
-	res, err := p.apply(a, o, obj, candidates, target)
+func (p *Plugin) mutate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) error {
+	res, err := p.apply(ctx, a, o, obj, candidates, target)
 	if err != nil {
 		return err
 	}
@@ -332,9 +342,11 @@ func (p *Plugin) recordMutated(a admission.Attributes, obj runtime.Object, res m
 // place; built-in objects are mutated as versioned typed objects, in place
 // when the request holds one and converted back into the internal one
 // otherwise.
-func (p *Plugin) apply(a admission.Attributes, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) (mutation.Result, error) {
+func (p *Plugin) apply(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) (mutation.Result, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		res, err := mutation.Mutate(candidates, u.Object, target)
+		res, err := p.runWithExternal(ctx, a, candidates, func(ext *mutation.External) (mutation.Result, error) {
+			return mutation.MutateWithExternal(candidates, u.Object, target, ext)
+		})
 		if err != nil {
 			return res, refuse(a, err)
 		}
@@ -346,7 +358,9 @@ func (p *Plugin) apply(a admission.Attributes, o admission.ObjectInterfaces, obj
 	if err != nil {
 		return none, apierrors.NewInternalError(fmt.Errorf("%s: converting to %v: %w", PluginName, gvk, err))
 	}
-	res, err := mutation.MutateTyped(candidates, versionedObj, target)
+	res, err := p.runWithExternal(ctx, a, candidates, func(ext *mutation.External) (mutation.Result, error) {
+		return mutation.MutateTypedWithExternal(candidates, versionedObj, target, ext)
+	})
 	if err != nil {
 		return none, refuse(a, err)
 	}
@@ -368,6 +382,9 @@ func notSynced(a admission.Attributes) error {
 
 // refuse turns an error of the mutators into the request's refusal.
 func refuse(a admission.Attributes, err error) error {
+	if _, ok := err.(apierrors.APIStatus); ok {
+		return err // already the request's answer, such as not synced yet
+	}
 	if _, trial := a.(trialAttributes); !trial {
 		recordRefusal(err)
 	}

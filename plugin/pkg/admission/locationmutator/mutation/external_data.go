@@ -19,6 +19,7 @@ package mutation
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -229,6 +230,18 @@ func (r *externalRef) write(m *Mutator, s slot, exists bool, md Metadata) (effec
 		return e, m.fail(err)
 	}
 	return e, nil
+}
+
+// WrittenValues returns the values written from the answers, sorted.
+func (x *External) WrittenValues() []string {
+	var out []string
+	for _, vs := range x.written {
+		for v := range vs {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func (x *External) usernameOr(s string) string {

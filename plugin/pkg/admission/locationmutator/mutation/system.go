@@ -243,6 +243,11 @@ type Result struct {
 	Applied []ID
 	// Passes is the number of passes run.
 	Passes int
+	// ExternalValues are the values written from external data providers'
+	// answers (or their failure policies), sorted, for the reports of
+	// mutators in Warn and Audit mode. MutateWithExternal's caller fills
+	// it from External.WrittenValues.
+	ExternalValues []string
 }
 
 // Mutated reports whether the object changed.

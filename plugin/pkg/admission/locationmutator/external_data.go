@@ -1,0 +1,88 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package locationmutator
+
+import (
+	"context"
+	"slices"
+
+	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
+)
+
+// maxExternalRounds bounds the rounds of provider calls one request makes:
+// a round's answers can move a later mutator to a new key, but no further
+// than this. Keys still unanswered then fail, and the failure policy
+// decides.
+const maxExternalRounds = 3
+
+// runWithExternal runs the mutators through run and, when some of them
+// ask for external data, answers their keys and runs them again: each
+// provider is called once per round with all of its keys, answered from
+// the cache where it can. A request no external-data mutator reaches
+// makes no call.
+func (p *Plugin) runWithExternal(ctx context.Context, a admission.Attributes, candidates []*mutation.Mutator, run func(*mutation.External) (mutation.Result, error)) (mutation.Result, error) {
+	if p.providers == nil || !slices.ContainsFunc(candidates, (*mutation.Mutator).UsesExternalData) {
+		return run(nil)
+	}
+	username := ""
+	if u := a.GetUserInfo(); u != nil {
+		username = u.GetName()
+	}
+	ext := mutation.NewExternal(username)
+	var all mutation.Result
+	for round := 1; ; round++ {
+		res, err := run(ext)
+		all = mergeResults(candidates, all, res)
+		if err != nil {
+			return all, err
+		}
+		want := ext.Wanted()
+		if len(want) == 0 {
+			all.ExternalValues = ext.WrittenValues()
+			return all, nil
+		}
+		if !p.providers.synced() {
+			return all, notSynced(a)
+		}
+		ext.Add(p.providers.resolver.Resolve(ctx, want))
+		if round >= maxExternalRounds {
+			ext.Finish()
+		}
+	}
+}
+
+// mergeResults adds a later round's result to the earlier ones': the
+// mutators that changed the object in either, in run order, and the
+// passes of both.
+func mergeResults(candidates []*mutation.Mutator, all, res mutation.Result) mutation.Result {
+	for _, id := range res.Applied {
+		if !slices.Contains(all.Applied, id) {
+			all.Applied = append(all.Applied, id)
+		}
+	}
+	slices.SortStableFunc(all.Applied, func(x, y mutation.ID) int {
+		return runIndex(candidates, x) - runIndex(candidates, y)
+	})
+	all.Passes += res.Passes
+	return all
+}
+
+func runIndex(candidates []*mutation.Mutator, id mutation.ID) int {
+	return slices.IndexFunc(candidates, func(m *mutation.Mutator) bool { return m.ID() == id })
+}
