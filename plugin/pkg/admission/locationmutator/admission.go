@@ -71,22 +71,27 @@ const ReinvocationAnnotationKey = "locationmutator.admission.admitkit.io/mutatio
 // and fails (stopping kube-apiserver) on any invalid or conflicting mutator.
 func Register(plugins *admission.Plugins) {
 	plugins.Register(PluginName, func(config io.Reader) (admission.Interface, error) {
-		cfg, err := ReadConfiguration(config)
-		if err != nil {
-			return nil, err
-		}
-		s, err := newSystem(cfg)
-		if err != nil {
-			return nil, err
-		}
-		p := NewPlugin(s)
-		if p.providers, err = newProviders(cfg.ExternalData); err != nil {
-			return nil, err
-		}
-		p.watchMutators = cfg.WatchMutators
-		p.mutationAnnotations = cfg.MutationAnnotations
-		return p, nil
+		return newConfiguredPlugin(config)
 	})
+}
+
+// newConfiguredPlugin is the plugin of a configuration.
+func newConfiguredPlugin(config io.Reader) (*Plugin, error) {
+	cfg, err := ReadConfiguration(config)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newSystem(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := NewPlugin(s)
+	if p.providers, err = newProviders(cfg.ExternalData); err != nil {
+		return nil, err
+	}
+	p.watchMutators = cfg.WatchMutators
+	p.mutationAnnotations = cfg.MutationAnnotations
+	return p, nil
 }
 
 // Plugin is the LocationMutator admission plugin.

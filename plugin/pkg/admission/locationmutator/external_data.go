@@ -40,11 +40,7 @@ func (p *Plugin) runWithExternal(ctx context.Context, a admission.Attributes, ca
 	if p.providers == nil || !slices.ContainsFunc(candidates, (*mutation.Mutator).UsesExternalData) {
 		return run(nil)
 	}
-	username := ""
-	if u := a.GetUserInfo(); u != nil {
-		username = u.GetName()
-	}
-	ext := mutation.NewExternal(username)
+	ext := p.requestExternal(a)
 	var all mutation.Result
 	for round := 1; ; round++ {
 		res, err := run(ext)
@@ -65,6 +61,34 @@ func (p *Plugin) runWithExternal(ctx context.Context, a admission.Attributes, ca
 			ext.Finish()
 		}
 	}
+}
+
+// externalKey is where, in the request's reinvocation context, the
+// plugin keeps the request's external data: when kube-apiserver invokes
+// it again, a value it wrote from an answer is recognised as such, not
+// sent to the provider as a new key, and known answers are not asked for
+// again.
+const externalKey = PluginName + "/external-data"
+
+// requestExternal returns the request's external data, kept from an
+// earlier invocation when there was one. A trial (Warn or Audit) gets its
+// own, so that what it would write never counts as written.
+func (p *Plugin) requestExternal(a admission.Attributes) *mutation.External {
+	username := ""
+	if u := a.GetUserInfo(); u != nil {
+		username = u.GetName()
+	}
+	_, trial := a.(trialAttributes)
+	rc := a.GetReinvocationContext()
+	if trial || rc == nil {
+		return mutation.NewExternal(username)
+	}
+	if ext, ok := rc.Value(externalKey).(*mutation.External); ok {
+		return ext
+	}
+	ext := mutation.NewExternal(username)
+	rc.SetValue(externalKey, ext)
+	return ext
 }
 
 // mergeResults adds a later round's result to the earlier ones': the
