@@ -18,6 +18,36 @@ if [[ -n "${unformatted}" ]]; then
     exit 1
 fi
 
+# Every .go file starts with hack/boilerplate.go.txt's license header (after
+# a //go:build block, which the generators put first) and then a blank line,
+# so that go doc never reads the license as the package's documentation. The
+# copies of kube-apiserver's own files in test/apiserver keep upstream's
+# notice, as the license asks: "The Kubernetes Authors" in place of ours.
+step "license headers"
+header=$(<hack/boilerplate.go.txt) # without its trailing blank line
+header_lines=$(printf '%s\n' "${header}" | wc -l)
+upstream_header=${header/The admitkit Authors/The Kubernetes Authors}
+missing=()
+while IFS= read -r -d '' file; do
+    skip=0
+    if head -n 1 "${file}" | grep -q '^//go:build '; then
+        skip=$(awk 'NF == 0 {print NR; exit}' "${file}")
+    fi
+    first=$(tail -n +$((skip + 1)) "${file}" | head -n "${header_lines}")
+    after=$(tail -n +$((skip + header_lines + 1)) "${file}" | head -n 1)
+    if [[ "${first}" == "${upstream_header}" && "${file}" == ./test/apiserver/* ]]; then
+        first=${header}
+    fi
+    if [[ "${first}" != "${header}" || -n "${after}" ]]; then
+        missing+=("${file}")
+    fi
+done < <(find . -name '*.go' -not -path './_output/*' -not -path './test/_output/*' -print0)
+if [[ ${#missing[@]} -gt 0 ]]; then
+    echo "Not starting with hack/boilerplate.go.txt's header and a blank line:" >&2
+    printf '%s\n' "${missing[@]}" >&2
+    exit 1
+fi
+
 # vet, staticcheck (through the export data it asks go list for) and the
 # tests all build with -race, so that one compile of every dependency
 # serves all three: a cold run compiles kube-apiserver's tree once, not

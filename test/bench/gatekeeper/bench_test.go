@@ -47,6 +47,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
 
 var (
@@ -211,19 +212,14 @@ func gatekeeperWebhook(sys *gkmutation.System, raw []byte, ns *corev1.Namespace,
 
 func ourPlugin(tb testing.TB, manifests []string) *locationmutator.Plugin {
 	tb.Helper()
-	var b strings.Builder
-	b.WriteString("apiVersion: locationmutator.admission.admitkit.io/v1alpha1\nkind: Configuration\nmutators:\n")
-	for _, m := range manifests {
-		prefix := "- "
-		for _, line := range strings.Split(strings.TrimSpace(m), "\n") {
-			if strings.HasPrefix(line, "#") {
-				continue
-			}
-			b.WriteString(prefix + line + "\n")
-			prefix = "  "
+	ms := make([]*mutation.Mutator, len(manifests))
+	for i, m := range manifests {
+		var err error
+		if ms[i], err = mutation.Decode([]byte(m)); err != nil {
+			tb.Fatal(err)
 		}
 	}
-	s, err := locationmutator.NewSystemFromConfig(strings.NewReader(b.String()))
+	s, err := mutation.NewSystem(ms)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -54,7 +54,7 @@ spec:
   - {name: HTTPS_PROXY, value: "http://proxy:3128"}
 `
 	mustKubectl(t, preset, "apply", "-f", "-")
-	want := `Warning: PodPreset "proxy" is in Warn mode; enforced, it would set env "HTTPS_PROXY" in container "app" in pod `
+	want := `Warning: PodPreset "proxy" is in Warn mode; enforced, it would set env "HTTPS_PROXY" in container "app" in Pod ` + ns + "/"
 	// The plugin's informer sees the preset a moment after it is stored.
 	waitForWarning(t, podYAML(ns, "probe", "web", ""), want+"probe")
 

@@ -140,7 +140,7 @@ func TestPodPresetTargetingAndPolicies(t *testing.T) {
 		if got := injected(pod, "FROM_PRESET", "yes"); len(got) != 0 || pod.Annotations[presetAnnotationPrefix+"podpreset-old"] != "" {
 			t.Errorf("a conflicting pod got the old preset: containers %v, annotations %v", got, pod.Annotations)
 		}
-		if !strings.Contains(r.Stderr, `Warning: pod presets not applied to pod old-conflict because they conflict (none of PodPreset "old" was applied)`) {
+		if !strings.Contains(r.Stderr, `Warning: pod presets not applied to Pod `+ns+`/old-conflict because they conflict (none of PodPreset "old" was applied)`) {
 			t.Errorf("kubectl stderr %q, want the conflict warning", r.Stderr)
 		}
 	})
@@ -198,7 +198,7 @@ func TestPodPresetTargetingAndPolicies(t *testing.T) {
 		if r.Err == nil {
 			t.Fatalf("a conflicting pod was created: %s", r.Stdout)
 		}
-		want := `pods "reject" is forbidden: pod reject refused by pod presets whose conflictPolicy is Reject: [PodPreset "reject": env "HTTPS_PROXY" conflicts with the one in init container "init"`
+		want := `pods "reject" is forbidden: Pod ` + ns + `/reject refused by pod presets whose conflictPolicy is Reject: [PodPreset "reject": env "HTTPS_PROXY" conflicts with the one in init container "init"`
 		if !strings.Contains(r.Stderr, want) {
 			t.Errorf("kubectl stderr %q, want %q", r.Stderr, want)
 		}

@@ -48,6 +48,7 @@ import (
 
 	"github.com/admitkit/admitkit/plugin/initializer"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/notsynced"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/perrequest"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/versioned"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
@@ -321,9 +322,12 @@ func (p *Plugin) target(a admission.Attributes, accessor metav1.Object) match.Ta
 // mutate runs the candidates on the request's object and, when they
 // changed it, annotates and records it.
 func (p *Plugin) mutate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) error {
-	res, err := p.apply(ctx, a, o, obj, candidates, target)
+	res, failed, err := p.apply(externalRequest{ctx, a, false}, o, obj, candidates, target)
 	if err != nil {
 		return err
+	}
+	if failed != nil {
+		return refuse(a, failed)
 	}
 	return p.recordMutated(a, obj, res, candidates)
 }
@@ -342,39 +346,37 @@ func (p *Plugin) recordMutated(a admission.Attributes, obj runtime.Object, res m
 	return nil
 }
 
-// apply changes obj as the candidates say, and leaves it alone when they
-// change nothing. Custom resources arrive unstructured and are mutated in
-// place; built-in objects are mutated as versioned typed objects, in place
-// when the request holds one and converted back into the internal one
-// otherwise.
-func (p *Plugin) apply(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) (mutation.Result, error) {
+// apply changes obj, of the request's kind, as the candidates say, and
+// leaves it alone when they change nothing. Custom resources arrive
+// unstructured and are mutated in place; built-in objects are mutated as
+// versioned typed objects, in place when the request holds one and
+// converted back into the internal one otherwise. failed is the mutators'
+// own failure on the object, which refuses it; err is the server's (a
+// conversion, or the providers not known yet).
+func (p *Plugin) apply(xr externalRequest, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) (res mutation.Result, failed, err error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		res, err := p.runWithExternal(ctx, a, candidates, func(ext *mutation.External) (mutation.Result, error) {
+		return p.runWithExternal(xr, candidates, func(ext *mutation.External) (mutation.Result, error) {
 			return mutation.MutateWithExternal(candidates, u.Object, target, ext)
 		})
-		if err != nil {
-			return res, refuse(a, err)
-		}
-		return res, nil
 	}
 	var none mutation.Result
-	gvk := a.GetKind()
+	gvk := xr.a.GetKind()
 	versionedObj, internal, err := versioned.To(obj, gvk, o)
 	if err != nil {
-		return none, apierrors.NewInternalError(fmt.Errorf("%s: converting to %v: %w", PluginName, gvk, err))
+		return none, nil, apierrors.NewInternalError(fmt.Errorf("%s: converting to %v: %w", PluginName, gvk, err))
 	}
-	res, err := p.runWithExternal(ctx, a, candidates, func(ext *mutation.External) (mutation.Result, error) {
+	res, failed, err = p.runWithExternal(xr, candidates, func(ext *mutation.External) (mutation.Result, error) {
 		return mutation.MutateTypedWithExternal(candidates, versionedObj, target, ext)
 	})
-	if err != nil {
-		return none, refuse(a, err)
+	if failed != nil || err != nil {
+		return none, failed, err
 	}
 	if res.Mutated() && internal {
 		if err := versioned.Back(versionedObj, obj, o); err != nil {
-			return none, apierrors.NewInternalError(fmt.Errorf("%s: converting back from %v: %w", PluginName, gvk, err))
+			return none, nil, apierrors.NewInternalError(fmt.Errorf("%s: converting back from %v: %w", PluginName, gvk, err))
 		}
 	}
-	return res, nil
+	return res, nil, nil
 }
 
 // notSynced refuses, with an error clients retry, a write that arrives
@@ -385,15 +387,32 @@ func notSynced(a admission.Attributes) error {
 	return notsynced.Error(fmt.Sprintf("the %s admission plugin has not read the mutators from the API yet; retry the %s", PluginName, strings.ToLower(string(a.GetOperation()))))
 }
 
-// refuse turns an error of the mutators into the request's refusal.
-func refuse(a admission.Attributes, err error) error {
-	if _, ok := err.(apierrors.APIStatus); ok {
-		return err // already the request's answer, such as not synced yet
-	}
-	if _, trial := a.(trialAttributes); !trial {
-		recordRefusal(err)
-	}
-	return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
+// refuse refuses the request because the mutators failed on its object,
+// and counts why.
+func refuse(a admission.Attributes, failed error) error {
+	recordRefusal(failed)
+	return refusal(a, failed)
+}
+
+// refusal is the error that refuses a request because the mutators failed
+// on its object.
+func refusal(a admission.Attributes, failed error) error {
+	return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, failed))
+}
+
+// requestRecord is what the plugin has counted and reported for one
+// request, however often kube-apiserver invokes it on the request.
+type requestRecord struct {
+	// counted is done once the request is counted and its first audit
+	// annotation added.
+	counted perrequest.Once
+	// reported is done once the mutators in Warn or Audit mode are
+	// reported.
+	reported perrequest.Once
+}
+
+func recordOf(a admission.Attributes) *requestRecord {
+	return perrequest.Record[requestRecord](a, PluginName)
 }
 
 // record counts a request whose object the mutators changed, once however
@@ -403,10 +422,9 @@ func (p *Plugin) record(a admission.Attributes, res mutation.Result) {
 	if !res.Mutated() {
 		return
 	}
-	key := AnnotationKey
-	if countedBefore(a) {
-		key = ReinvocationAnnotationKey
-	} else {
+	key := ReinvocationAnnotationKey
+	if recordOf(a).counted.First() {
+		key = AnnotationKey
 		recordMutation(res)
 	}
 	value := appliedList(res)
@@ -416,21 +434,6 @@ func (p *Plugin) record(a admission.Attributes, res mutation.Result) {
 	if klog.V(4).Enabled() {
 		klog.V(4).InfoS("LocationMutator mutated an object", "kind", a.GetKind(), "namespace", a.GetNamespace(), "name", a.GetName(), "operation", a.GetOperation(), "mutators", value, "passes", res.Passes)
 	}
-}
-
-// countedBefore reports whether an earlier invocation of the plugin on the same
-// request already counted it, and notes in the request's reinvocation
-// context that it now has.
-func countedBefore(a admission.Attributes) bool {
-	rc := a.GetReinvocationContext()
-	if rc == nil {
-		return false
-	}
-	if rc.Value(PluginName) != nil {
-		return true
-	}
-	rc.SetValue(PluginName, true)
-	return false
 }
 
 // appliedList is "<Kind>/<name>,..." of the mutators that changed the

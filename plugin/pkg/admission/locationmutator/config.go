@@ -17,7 +17,6 @@ limitations under the License.
 package locationmutator
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,10 +24,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/pluginconfig"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictjson"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictdecode"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
@@ -37,22 +33,19 @@ import (
 // or an empty document gives an empty Configuration (no mutators).
 func ReadConfiguration(r io.Reader) (*v1alpha1.Configuration, error) {
 	cfg := &v1alpha1.Configuration{}
-	data, err := pluginconfig.Read(r)
+	data, err := strictdecode.Read(r)
 	if err != nil {
 		return nil, fmt.Errorf("reading the %s configuration: %w", PluginName, err)
 	}
 	if data == nil {
 		return cfg, nil
 	}
-	js, err := yaml.YAMLToJSONStrict(data)
+	found, err := strictdecode.YAMLOrJSON(data, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%s configuration is not YAML or JSON: %w", PluginName, err)
-	}
-	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
-		return cfg, nil
-	}
-	if err := strictjson.Unmarshal(js, cfg); err != nil {
 		return nil, fmt.Errorf("%s configuration: %w", PluginName, err)
+	}
+	if !found {
+		return cfg, nil
 	}
 	if cfg.APIVersion != v1alpha1.APIVersion || cfg.Kind != v1alpha1.Kind {
 		return nil, fmt.Errorf("%s configuration: want apiVersion %s and kind %s, got %q and %q", PluginName, v1alpha1.APIVersion, v1alpha1.Kind, cfg.APIVersion, cfg.Kind)
@@ -60,50 +53,40 @@ func ReadConfiguration(r io.Reader) (*v1alpha1.Configuration, error) {
 	return cfg, nil
 }
 
-// LoadMutators validates every mutator the configuration names, inline or
-// in files. All problems are reported together, each naming where the
-// manifest came from, the mutator and the field.
-func LoadMutators(cfg *v1alpha1.Configuration) ([]*mutation.Mutator, error) {
-	ms, err := newIngestion().load(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return ms, nil
-}
-
-// NewSystemFromConfig reads a configuration and builds its mutation system,
-// and records the outcome in the plugin's metrics.
-func NewSystemFromConfig(r io.Reader) (*mutation.System, error) {
-	cfg, err := ReadConfiguration(r)
-	if err != nil {
-		return nil, err
-	}
-	return newSystem(cfg)
-}
-
-// newSystem builds the system of a configuration's mutators and records
-// the outcome in the plugin's metrics.
+// newSystem builds the system of a configuration's mutators, through
+// mutation.NewSystem like every system the plugin runs, and records the
+// outcome, with the mutators its conflicts name, in the plugin's metrics.
 func newSystem(cfg *v1alpha1.Configuration) (*mutation.System, error) {
 	registerMetrics()
 	in := newIngestion()
 	ms, err := in.load(cfg)
-	conflicts := mutation.FindConflicts(ms)
-	in.report(ms, err == nil && len(conflicts) == 0, conflicts)
-	if err == nil && len(conflicts) > 0 {
-		errs := make([]error, len(conflicts))
-		for i, c := range conflicts {
-			errs[i] = &mutation.ConflictError{Conflict: c}
-		}
-		err = errors.Join(errs...)
+	s, conflictErr := mutation.NewSystem(ms)
+	in.report(ms, err == nil && conflictErr == nil, conflictsOf(conflictErr))
+	if err == nil {
+		err = conflictErr
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s configuration: %w", PluginName, err)
 	}
-	b := mutation.NewBuilder()
-	for _, m := range ms {
-		b.Add(m)
+	return s, nil
+}
+
+// conflictsOf returns the conflicts of an error of mutation.NewSystem.
+func conflictsOf(err error) []mutation.Conflict {
+	var errs []error
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = joined.Unwrap()
+	} else if err != nil {
+		errs = []error{err}
 	}
-	return b.System(), nil
+	var out []mutation.Conflict
+	for _, e := range errs {
+		var c *mutation.ConflictError
+		if errors.As(e, &c) {
+			out = append(out, c.Conflict)
+		}
+	}
+	return out
 }
 
 func expand(pattern string) ([]string, error) {

@@ -33,25 +33,25 @@ func TestConfigEmpty(t *testing.T) {
 		"no entries": "apiVersion: locationmutator.admission.admitkit.io/v1alpha1\nkind: Configuration\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			s, err := NewSystemFromConfig(strings.NewReader(cfg))
+			s, err := systemFromConfig(strings.NewReader(cfg))
 			if err != nil || s.Len() != 0 {
 				t.Fatalf("system %v, error %v", s, err)
 			}
 		})
 	}
-	if s, err := NewSystemFromConfig(nil); err != nil || s.Len() != 0 {
+	if s, err := systemFromConfig(nil); err != nil || s.Len() != 0 {
 		t.Fatalf("nil reader: %v", err)
 	}
 }
 
 func TestConfigFiles(t *testing.T) {
 	cfg := config(pullAlways) + "mutatorFiles:\n- testdata/mutators.yaml\n"
-	_, err := NewSystemFromConfig(strings.NewReader(cfg))
+	_, err := systemFromConfig(strings.NewReader(cfg))
 	// The file has its own always-pull: the same kind and name twice.
 	if err == nil || !strings.Contains(err.Error(), `Assign "always-pull": metadata.name: Duplicate value`) {
 		t.Fatalf("error %v", err)
 	}
-	s, err := NewSystemFromConfig(strings.NewReader(config(ownerLabel) + "mutatorFiles:\n- testdata/mutators.y*ml\n"))
+	s, err := systemFromConfig(strings.NewReader(config(ownerLabel) + "mutatorFiles:\n- testdata/mutators.y*ml\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestExampleAdmissionConfiguration(t *testing.T) {
 	abs, _ := filepath.Abs("testdata/mutators.yaml")
 	pc["mutatorFiles"] = []any{abs}
 	out, _ := yaml.Marshal(pc)
-	s, err := NewSystemFromConfig(strings.NewReader(string(out)))
+	s, err := systemFromConfig(strings.NewReader(string(out)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ items:
 	if err := os.WriteFile(f, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewSystemFromConfig(strings.NewReader("apiVersion: locationmutator.admission.admitkit.io/v1alpha1\nkind: Configuration\nmutatorFiles: [" + f + "]\n"))
+	s, err := systemFromConfig(strings.NewReader("apiVersion: locationmutator.admission.admitkit.io/v1alpha1\nkind: Configuration\nmutatorFiles: [" + f + "]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestConfigErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewSystemFromConfig(strings.NewReader(tc.cfg))
+			_, err := systemFromConfig(strings.NewReader(tc.cfg))
 			if err == nil {
 				t.Fatal("no error")
 			}

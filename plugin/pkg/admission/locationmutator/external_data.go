@@ -31,32 +31,44 @@ import (
 // decides.
 const maxExternalRounds = 3
 
+// externalRequest is what answering externalData needs of a request: its
+// context, whose deadline bounds the calls, its attributes (the username,
+// the reinvocation context) and whether the run is a trial of a mutator in
+// Warn or Audit mode.
+type externalRequest struct {
+	ctx   context.Context
+	a     admission.Attributes
+	trial bool
+}
+
 // runWithExternal runs the mutators through run and, when some of them
 // ask for external data, answers their keys and runs them again: each
 // provider is called once per round with all of its keys, answered from
 // the cache where it can. A request no external-data mutator reaches
-// makes no call.
-func (p *Plugin) runWithExternal(ctx context.Context, a admission.Attributes, candidates []*mutation.Mutator, run func(*mutation.External) (mutation.Result, error)) (mutation.Result, error) {
+// makes no call. failed is the mutators' failure; err is the request's
+// answer when the live providers are not known yet.
+func (p *Plugin) runWithExternal(xr externalRequest, candidates []*mutation.Mutator, run func(*mutation.External) (mutation.Result, error)) (res mutation.Result, failed, err error) {
 	if p.providers == nil || !slices.ContainsFunc(candidates, (*mutation.Mutator).UsesExternalData) {
-		return run(nil)
+		res, failed = run(nil)
+		return res, failed, nil
 	}
-	ext := p.requestExternal(a)
+	ext := p.requestExternal(xr)
 	var all mutation.Result
 	for round := 1; ; round++ {
-		res, err := run(ext)
+		res, failed := run(ext)
 		all = mergeResults(candidates, all, res)
-		if err != nil {
-			return all, err
+		if failed != nil {
+			return all, failed, nil
 		}
 		want := ext.Wanted()
 		if len(want) == 0 {
 			all.ExternalValues = ext.WrittenValues()
-			return all, nil
+			return all, nil, nil
 		}
 		if !p.providers.synced() {
-			return all, notSynced(a)
+			return all, nil, notSynced(xr.a)
 		}
-		ext.Add(p.providers.resolver.Resolve(ctx, want))
+		ext.Add(p.providers.resolver.Resolve(xr.ctx, want))
 		if round >= maxExternalRounds {
 			ext.Finish()
 		}
@@ -73,14 +85,13 @@ const externalKey = PluginName + "/external-data"
 // requestExternal returns the request's external data, kept from an
 // earlier invocation when there was one. A trial (Warn or Audit) gets its
 // own, so that what it would write never counts as written.
-func (p *Plugin) requestExternal(a admission.Attributes) *mutation.External {
+func (p *Plugin) requestExternal(xr externalRequest) *mutation.External {
 	username := ""
-	if u := a.GetUserInfo(); u != nil {
+	if u := xr.a.GetUserInfo(); u != nil {
 		username = u.GetName()
 	}
-	_, trial := a.(trialAttributes)
-	rc := a.GetReinvocationContext()
-	if trial || rc == nil {
+	rc := xr.a.GetReinvocationContext()
+	if xr.trial || rc == nil {
 		return mutation.NewExternal(username)
 	}
 	if ext, ok := rc.Value(externalKey).(*mutation.External); ok {

@@ -18,6 +18,7 @@ package locationmutator
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/admissiontest"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
 
 var (
@@ -77,9 +79,19 @@ spec:
   location: metadata.labels.owner
   parameters: {assign: {value: platform}}`
 
+// systemFromConfig builds the system of a configuration as the plugin's
+// factory does.
+func systemFromConfig(r io.Reader) (*mutation.System, error) {
+	cfg, err := ReadConfiguration(r)
+	if err != nil {
+		return nil, err
+	}
+	return newSystem(cfg)
+}
+
 func newTestPlugin(t testing.TB, cfg string) *Plugin {
 	t.Helper()
-	s, err := NewSystemFromConfig(strings.NewReader(cfg))
+	s, err := systemFromConfig(strings.NewReader(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

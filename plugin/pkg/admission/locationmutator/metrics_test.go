@@ -109,7 +109,7 @@ func TestMetricsIngestion(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := ingestionValues(t)
-			if _, err := NewSystemFromConfig(strings.NewReader(tc.config)); (err != nil) != tc.wantErr {
+			if _, err := systemFromConfig(strings.NewReader(tc.config)); (err != nil) != tc.wantErr {
 				t.Fatalf("error = %v, want an error: %v", err, tc.wantErr)
 			}
 			after := ingestionValues(t)

@@ -32,7 +32,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictjson"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictdecode"
 	externaldatav1beta1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/externaldata/v1beta1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/externaldata"
@@ -130,7 +130,7 @@ func (ps *providers) compile(data []byte) (*externaldata.Provider, error) {
 // decodeProvider reads a Provider at either version Gatekeeper serves.
 func decodeProvider(data []byte) (*externaldatav1beta1.Provider, error) {
 	obj := &externaldatav1beta1.Provider{}
-	if err := strictjson.Unmarshal(data, obj); err != nil {
+	if err := strictdecode.JSON(data, obj); err != nil {
 		return nil, fmt.Errorf("not a Provider: %w", err)
 	}
 	gv := obj.APIVersion

@@ -27,13 +27,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/klog/v2"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/warnlimit"
-	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/objectname"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/trialreport"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
 
 // UnenforcedAnnotationKey is the audit annotation that records, for every
@@ -43,19 +41,8 @@ const UnenforcedAnnotationKey = "locationmutator.admission.admitkit.io/unenforce
 
 // maxRefusalLength bounds the refusal a trial reports, in warnings and in
 // the audit annotation alike; a mutator's own effect is bounded by
-// mutation.Mutator.Effect, and the number of warnings by warnlimit.
+// mutation.Mutator.Effect, and the number of warnings by trialreport.
 const maxRefusalLength = 300
-
-// reportedKey is where, in the request's reinvocation context, the plugin
-// notes that it has reported its mutators in Warn or Audit mode: an audit
-// annotation can be added once, and the counter counts each request once.
-const reportedKey = PluginName + "/unenforced"
-
-// trialAttributes are the request's attributes as a trial run sees them:
-// its refusal is reported, never counted as the request's.
-type trialAttributes struct {
-	admission.Attributes
-}
 
 // trial is what enforcing one mutator in Warn or Audit mode, together with
 // the enforced ones, would have done to an object.
@@ -107,7 +94,7 @@ func (p *Plugin) admitTrying(ctx context.Context, a admission.Attributes, o admi
 	if err != nil {
 		return refuse(a, err)
 	}
-	if reportedBefore(a) {
+	if recordOf(a).reported.Done() {
 		if !matched {
 			return nil
 		}
@@ -120,15 +107,19 @@ func (p *Plugin) admitTrying(ctx context.Context, a admission.Attributes, o admi
 	}
 	// An enforced AssignMetadata may add a label an unenforced mutator
 	// selects: then the object as sent is kept even if none matches yet.
-	labelled := matched && slices.ContainsFunc(enforced, addsLabel)
+	labelled := matched && slices.ContainsFunc(enforced, (*mutation.Mutator).AddsLabel)
 	var original runtime.Object
 	if len(tried) > 0 || labelled {
 		original = obj.DeepCopyObject()
 	}
 	var res mutation.Result
 	if matched {
-		if res, err = p.apply(ctx, a, o, obj, enforced, target); err != nil {
+		var failed error
+		if res, failed, err = p.apply(externalRequest{ctx, a, false}, o, obj, enforced, target); err != nil {
 			return err
+		}
+		if failed != nil {
+			return refuse(a, failed)
 		}
 		if labelled && res.Mutated() {
 			tried = matching(unenforced, target, tried)
@@ -171,7 +162,11 @@ func (p *Plugin) try(ctx context.Context, a admission.Attributes, o admission.Ob
 		if accessor, err := meta.Accessor(obj); err == nil {
 			t.Labels = labels.Set(accessor.GetLabels())
 		}
-		res, err := p.apply(ctx, trialAttributes{a}, o, obj, together, &t)
+		// A trial's refusal is reported, never counted as the request's.
+		res, failed, err := p.apply(externalRequest{ctx, a, true}, o, obj, together, &t)
+		if failed != nil {
+			err = refusal(a, failed)
+		}
 		if err != nil {
 			out = append(out, trial{mutator: m, err: err})
 			continue
@@ -183,64 +178,34 @@ func (p *Plugin) try(ctx context.Context, a admission.Attributes, o admission.Ob
 	return out
 }
 
-// report tells what the mutators in Warn or Audit mode would have done:
-// every one in the request's audit annotation and in the counter of its
-// mode, the Warn ones also in admission warnings the client prints.
+// unenforcedReports writes the trials of mutators in Warn or Audit mode.
+var unenforcedReports = trialreport.Reporter{
+	AnnotationKey: UnenforcedAnnotationKey,
+	Counter:       unenforcedChanges,
+	Mutations:     "mutators",
+	LogMessage:    "LocationMutator mutators in Warn or Audit mode would change an object",
+}
+
+// report tells what the mutators in Warn or Audit mode would have done to
+// the object t describes, once per request.
 func (p *Plugin) report(ctx context.Context, a admission.Attributes, t *match.Target, trials []trial) {
-	if len(trials) == 0 {
+	if len(trials) == 0 || !recordOf(a).reported.First() {
 		return
 	}
-	if rc := a.GetReinvocationContext(); rc != nil {
-		rc.SetValue(reportedKey, true)
-	}
-	ref := objectRef(t)
-	entries := make([]string, len(trials))
-	warnings := warnlimit.New(ctx, fmt.Sprintf("more mutators in Warn mode would change %s: the audit log lists them", ref))
+	name := objectname.Of(t.GVK.GroupKind(), t.Namespace, t.Name, t.GenerateName)
+	reports := make([]trialreport.Trial, len(trials))
 	for i, tr := range trials {
-		mode := tr.mutator.Mode()
-		unenforcedChanges.WithLabelValues(string(mode)).Inc()
 		id := tr.mutator.ID()
-		entries[i] = fmt.Sprintf("%s (%s) %s", id, mode, tr.describe(""))
-		if mode == mutation.ModeWarn {
-			warnings.Add(func() string {
-				return fmt.Sprintf("%s %q is in Warn mode; enforced, it %s", id.Kind, id.Name, tr.describe(ref))
-			})
+		reports[i] = trialreport.Trial{
+			Name:   id.String(),
+			Mode:   string(tr.mutator.Mode()),
+			Effect: tr.describe(""),
+			Warning: func() string {
+				return fmt.Sprintf("%s %q is in Warn mode; enforced, it %s", id.Kind, id.Name, tr.describe(name))
+			},
 		}
 	}
-	value := strings.Join(entries, "; ")
-	if err := a.AddAnnotation(UnenforcedAnnotationKey, value); err != nil {
-		klog.V(4).ErrorS(err, "LocationMutator could not record its audit annotation")
-	}
-	klog.V(4).InfoS("LocationMutator mutators in Warn or Audit mode would change an object", "object", ref, "mutators", value)
-}
-
-// reportedBefore reports whether an earlier invocation of the plugin on
-// the same request has reported mutators in Warn or Audit mode.
-func reportedBefore(a admission.Attributes) bool {
-	rc := a.GetReinvocationContext()
-	return rc != nil && rc.Value(reportedKey) != nil
-}
-
-// objectRef names the object in warnings: "Pod shop/web".
-func objectRef(t *match.Target) string {
-	name := t.Name
-	if name == "" && t.GenerateName != "" {
-		name = t.GenerateName + "*"
-	}
-	if t.Namespace != "" {
-		name = t.Namespace + "/" + name
-	}
-	return t.GVK.Kind + " " + name
+	unenforcedReports.Report(ctx, a, name, reports)
 }
 
 func isUnenforced(m *mutation.Mutator) bool { return !m.Enforced() }
-
-// addsLabel reports whether m is an AssignMetadata of a label.
-func addsLabel(m *mutation.Mutator) bool {
-	nodes := m.Location().Nodes
-	if m.ID().Kind != mutationsv1.KindAssignMetadata || len(nodes) < 2 {
-		return false
-	}
-	o, ok := nodes[1].(path.Object)
-	return ok && o.Reference == "labels"
-}

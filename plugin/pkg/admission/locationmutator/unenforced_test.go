@@ -292,13 +292,13 @@ func TestUnenforcedReportedOnce(t *testing.T) {
 
 // TestUnenforcedConfig: a bad mode stops start-up naming the annotation.
 func TestUnenforcedConfig(t *testing.T) {
-	_, err := NewSystemFromConfig(strings.NewReader(config(inMode(pullAlways, "DryRun"))))
+	_, err := systemFromConfig(strings.NewReader(config(inMode(pullAlways, "DryRun"))))
 	if err == nil || !strings.Contains(err.Error(), `Assign "always-pull": metadata.annotations[locationmutator.admission.admitkit.io/mode]: Unsupported value: "DryRun"`) {
 		t.Fatalf("NewSystemFromConfig: %v, want the mode annotation named", err)
 	}
 	// A Warn mutator still takes part in the conflict check.
 	asMap := strings.Replace(strings.Replace(pullAlways, "always-pull", "as-map", 1), "spec.containers[name:*].imagePullPolicy", "spec.containers.app.imagePullPolicy", 1)
-	_, err = NewSystemFromConfig(strings.NewReader(config(inMode(pullAlways, mutation.ModeWarn), inMode(asMap, mutation.ModeAudit))))
+	_, err = systemFromConfig(strings.NewReader(config(inMode(pullAlways, mutation.ModeWarn), inMode(asMap, mutation.ModeAudit))))
 	if err == nil || !strings.Contains(err.Error(), "as-map") {
 		t.Fatalf("NewSystemFromConfig of two conflicting unenforced mutators: %v, want the conflict", err)
 	}

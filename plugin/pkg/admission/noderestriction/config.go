@@ -22,32 +22,32 @@ import (
 	"slices"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/pluginconfig"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictdecode"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/apis/v1alpha1"
 )
 
 // LoadConfiguration reads the plugin's AdmissionConfiguration settings, YAML
 // or JSON, from config. A nil reader or an empty document returns nil, which
-// means Kubernetes' own behaviour. Unknown fields are errors, so that a typo
-// does not silently leave a node with fewer (or more) rights than intended;
-// so is any failure of Configuration.Validate, reported with the field path.
+// means Kubernetes' own behaviour. It decodes as kube-apiserver decodes its
+// own configuration: field names are case-sensitive, and unknown and
+// duplicate fields are errors, so that a typo does not silently leave a
+// node with fewer (or more) rights than intended; so is any failure of
+// Configuration.Validate, reported with the field path.
 func LoadConfiguration(config io.Reader) (*v1alpha1.Configuration, error) {
-	data, err := pluginconfig.Read(config)
+	data, err := strictdecode.Read(config)
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading configuration: %w", PluginName, err)
 	}
 	if data == nil {
 		return nil, nil
 	}
-	// Decoded by sigs.k8s.io/yaml's strict mode, not package strictjson:
-	// field names match case-insensitively and errors name the bare field
-	// (`unknown field "labelSelector"`), which configurations written for
-	// earlier releases and their error checks rely on.
 	cfg := &v1alpha1.Configuration{}
-	if err := yaml.UnmarshalStrict(data, cfg); err != nil {
+	found, err := strictdecode.YAMLOrJSON(data, cfg)
+	if err != nil {
 		return nil, fmt.Errorf("%s: decoding configuration: %w", PluginName, err)
+	}
+	if !found {
+		return nil, nil
 	}
 	if errs := cfg.Validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: invalid configuration: %w", PluginName, errs.ToAggregate())

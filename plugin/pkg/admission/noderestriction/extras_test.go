@@ -65,6 +65,9 @@ func TestLoadConfiguration(t *testing.T) {
 		{name: "JSON works too", config: `{"apiVersion":"noderestriction.admission.admitkit.io/v1alpha1","kind":"Configuration","allowedLabels":["a.k8s.io/b"]}`,
 			want: &v1alpha1.Configuration{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind}, AllowedLabels: []string{"a.k8s.io/b"}}},
 		{name: "unknown field", config: head + "allowedLabel: [x]\n", err: `unknown field "allowedLabel"`},
+		{name: "a field name in another case", config: head + "AllowedLabels: [a.k8s.io/b]\n", err: `unknown field "AllowedLabels"`},
+		{name: "duplicate field", config: head + "allowedLabels: [a.k8s.io/b]\nallowedLabels: [c.k8s.io/d]\n", err: `"allowedLabels" already set`},
+		{name: "null document", config: "null\n"},
 		{name: "wrong apiVersion", config: "apiVersion: v1\nkind: Configuration\n", err: `apiVersion: Unsupported value: "v1"`},
 		{name: "wrong kind", config: "apiVersion: noderestriction.admission.admitkit.io/v1alpha1\nkind: Config\n", err: `kind: Unsupported value: "Config"`},
 		{name: "reserved label", config: head + "allowedLabels: [a.k8s.io/x, b.k8s.io/y, node-restriction.kubernetes.io/foo]\n",
@@ -94,7 +97,7 @@ func TestLoadConfiguration(t *testing.T) {
 		{name: "node-scoped account with a bad taint key", config: head + "nodeScopedServiceAccounts: [{namespace: a, name: b, allowedTaintKeys: [\"-x\"]}]\n",
 			err: `nodeScopedServiceAccounts[0].allowedTaintKeys[0]: Invalid value: "-x"`},
 		{name: "node-scoped account with an unknown field", config: head + "nodeScopedServiceAccounts: [{namespace: a, name: b, labelSelector: {}}]\n",
-			err: `unknown field "labelSelector"`},
+			err: `unknown field "nodeScopedServiceAccounts[0].labelSelector"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

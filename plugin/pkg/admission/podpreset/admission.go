@@ -61,6 +61,7 @@ import (
 	"github.com/admitkit/admitkit/plugin/initializer"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/events"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/notsynced"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/objectname"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/versioned"
 )
 
@@ -201,93 +202,132 @@ func (p *Plugin) start() {
 	}
 }
 
-var podsResource = corev1.Resource("pods")
+var (
+	podsResource = corev1.Resource("pods")
+	podKind      = corev1.SchemeGroupVersion.WithKind("Pod").GroupKind()
+)
 
-// Admit merges the matching presets into a pod being created.
+// Admit merges the matching presets into a pod being created: it finds
+// the presets that select the pod, applies them, and reports what they
+// did.
 func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-	if a.GetOperation() != admission.Create || a.GetSubresource() != "" || a.GetResource().GroupResource() != podsResource {
-		return nil
-	}
-	obj := a.GetObject()
-	podMeta, err := meta.Accessor(obj)
-	if err != nil {
-		return apierrors.NewBadRequest("Resource was marked with kind Pod but was unable to be converted")
-	}
-	annotations := podMeta.GetAnnotations()
-	// Mirror pods are the kubelet's copies of static pods: they must not
-	// reference anything a preset could bring in.
-	if _, mirror := annotations[corev1.MirrorPodAnnotationKey]; mirror {
-		return nil
-	}
-	if annotations[ExcludeAnnotation] == "true" {
-		return nil
+	podMeta, err := podToAdmit(a)
+	if podMeta == nil {
+		return err
 	}
 	if err := p.checkSynced(ctx, a); err != nil {
 		return err
 	}
 	record := recordOf(a)
-	if firstTime(&record.evaluated) {
+	if record.evaluated.First() {
 		podsEvaluated.Inc()
 	}
-
 	// Presets are looked up in the request's namespace: a pod sent without
 	// metadata.namespace must not pick up another namespace's presets.
 	presets, err := p.matchingPresets(ctx, a.GetNamespace(), podMeta.GetLabels())
 	if err != nil || len(presets) == 0 {
 		return err
 	}
-
+	obj := a.GetObject()
 	pod, err := versionedPod(obj, o)
 	if err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("Resource was marked with kind Pod but was unable to be converted: %v", err))
 	}
-	applied := enforced(presets)
-	var before *corev1.Pod
-	if len(applied) < len(presets) {
-		before = pod.DeepCopy()
-	}
-	if len(applied) > 0 {
-		err = applyPresets(pod, applied)
-	}
+	m := merge(pod, presets)
 	var refused *refusal
-	if errors.As(err, &refused) {
-		return admission.NewForbidden(a, fmt.Errorf("pod %s refused by pod presets whose conflictPolicy is Reject: %w", podRef(a.GetNamespace(), podMeta).Name, refused.err))
+	if errors.As(m.err, &refused) {
+		return admission.NewForbidden(a, fmt.Errorf("%s refused by pod presets whose conflictPolicy is Reject: %w", podName(a, podMeta), refused.err))
 	}
-	// The presets in Warn or Audit mode are tried on the pod as it was
-	// before and compared with what the enforced ones made of it: a report
-	// of what switching one to Enforce would do to this very pod.
-	if before != nil && firstTime(&record.unenforced) {
-		reportUnenforced(ctx, a, podMeta, tryUnenforced(before, pod, presets, err))
-	}
-	if err != nil {
-		if firstTime(&record.conflict) {
-			conflicts.Inc()
-			p.reportConflict(ctx, a, podMeta, applied, err)
-		}
-		return nil
-	}
-	if len(applied) == 0 {
-		return nil
-	}
-	if firstTime(&record.injected) {
-		podsInjected.Inc()
-	}
-	for _, preset := range applied {
-		if record.firstApplied(preset) {
-			presetsApplied.WithLabelValues(preset.kind).Inc()
-		}
-	}
-	// The preset names are formatted only when they will be logged.
-	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
-		logger.Info("Applied pod presets", "pod", podRef(a.GetNamespace(), podMeta), "presets", presetNames(applied))
-	}
-	if pod == obj {
+	p.report(ctx, a, podMeta, record, m)
+	if m.err != nil || len(m.applied) == 0 || pod == obj {
 		return nil
 	}
 	if err := versioned.Back(pod, obj, o); err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("converting the pod back after applying presets: %w", err))
 	}
 	return nil
+}
+
+// podToAdmit returns the metadata of the pod the request creates, or nil
+// when the plugin leaves the request alone: not a pod create, a mirror pod
+// (the kubelet's copy of a static pod, which must not reference anything a
+// preset could bring in), or a pod that excludes presets.
+func podToAdmit(a admission.Attributes) (metav1.Object, error) {
+	if a.GetOperation() != admission.Create || a.GetSubresource() != "" || a.GetResource().GroupResource() != podsResource {
+		return nil, nil
+	}
+	podMeta, err := meta.Accessor(a.GetObject())
+	if err != nil {
+		return nil, apierrors.NewBadRequest("Resource was marked with kind Pod but was unable to be converted")
+	}
+	annotations := podMeta.GetAnnotations()
+	if _, mirror := annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return nil, nil
+	}
+	if annotations[ExcludeAnnotation] == "true" {
+		return nil, nil
+	}
+	return podMeta, nil
+}
+
+// merged is what the matching presets made of a pod.
+type merged struct {
+	pod *corev1.Pod
+	// presets are all that match; applied the enforced ones among them.
+	presets, applied []*preset
+	// before is the pod as it came, kept when some preset is in Warn or
+	// Audit mode, to try it on.
+	before *corev1.Pod
+	// err is the enforced presets' conflict, which left them all out (a
+	// *refusal when it refuses the pod).
+	err error
+}
+
+// merge applies the enforced presets of presets to pod.
+func merge(pod *corev1.Pod, presets []*preset) merged {
+	m := merged{pod: pod, presets: presets, applied: enforced(presets)}
+	if len(m.applied) < len(presets) {
+		m.before = pod.DeepCopy()
+	}
+	if len(m.applied) > 0 {
+		m.err = applyPresets(pod, m.applied)
+	}
+	return m
+}
+
+// report counts and tells what the presets did to the pod, once per
+// request: the presets in Warn or Audit mode are tried on the pod as it
+// was before and compared with what the enforced ones made of it (a report
+// of what switching one to Enforce would do to this very pod); a conflict
+// is shown to whoever created the pod; applied presets are counted.
+func (p *Plugin) report(ctx context.Context, a admission.Attributes, podMeta metav1.Object, record *requestRecord, m merged) {
+	if m.before != nil && record.unenforced.First() {
+		if trials := tryUnenforced(m.before, m.pod, m.presets, m.err); len(trials) > 0 {
+			reportUnenforced(ctx, a, podName(a, podMeta), trials)
+		}
+	}
+	if m.err != nil {
+		if record.conflict.First() {
+			conflicts.Inc()
+			p.reportConflict(ctx, a, podMeta, m.applied, m.err)
+		}
+		return
+	}
+	if len(m.applied) == 0 {
+		return
+	}
+	if record.injected.First() {
+		podsInjected.Inc()
+	}
+	for _, preset := range m.applied {
+		if record.applied.First(preset.annotation) {
+			presetsApplied.WithLabelValues(preset.kind).Inc()
+		}
+	}
+	// The preset names are formatted only when they will be logged.
+	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
+		logger.Info("Applied pod presets", "pod", podName(a, podMeta), "presets", presetNames(m.applied))
+	}
 }
 
 // checkSynced refuses, with an error clients retry, a pod create that
@@ -380,25 +420,26 @@ func versionedPod(obj runtime.Object, o admission.ObjectInterfaces) (*corev1.Pod
 // pod's namespace (not on a dry run, which must have no side effects), and
 // a log line for the cluster's operators.
 func (p *Plugin) reportConflict(ctx context.Context, a admission.Attributes, podMeta metav1.Object, presets []*preset, err error) {
-	ref := podRef(a.GetNamespace(), podMeta)
-	message := fmt.Sprintf("pod presets not applied to pod %s because they conflict (none of %s was applied): %v", ref.Name, strings.Join(presetNames(presets), ", "), err)
+	name := podName(a, podMeta)
+	message := fmt.Sprintf("pod presets not applied to %s because they conflict (none of %s was applied): %v", name, strings.Join(presetNames(presets), ", "), err)
 	warning.AddWarning(ctx, "", message)
-	klog.FromContext(ctx).V(2).Info("Pod presets not applied because they conflict", "pod", ref, "presets", presetNames(presets), "err", err)
+	klog.FromContext(ctx).V(2).Info("Pod presets not applied because they conflict", "pod", name, "presets", presetNames(presets), "err", err)
 	if a.IsDryRun() || p.recorder == nil {
 		return
 	}
-	p.recorder.Event(&corev1.ObjectReference{
-		APIVersion: "v1",
-		Kind:       "Pod",
-		Namespace:  ref.Namespace,
-		Name:       ref.Name,
-	}, corev1.EventTypeWarning, conflictReason, message)
+	p.recorder.Event(eventTarget(a.GetNamespace(), podMeta), corev1.EventTypeWarning, conflictReason, message)
 }
 
-// podRef names a pod that may not have its name yet: a pod made from
-// generateName is named after its prefix, trimmed so that the Event named
-// after it stays a valid name.
-func podRef(namespace string, podMeta metav1.Object) klog.ObjectRef {
+// podName names the pod in messages (see package objectname). Built only
+// for a message, since most pods get none.
+func podName(a admission.Attributes, podMeta metav1.Object) string {
+	return objectname.Of(podKind, a.GetNamespace(), podMeta.GetName(), podMeta.GetGenerateName())
+}
+
+// eventTarget is the object an Event about a pod is about. A pod made from
+// generateName has no name yet: the Event is then about its prefix,
+// trimmed so that the Event named after it stays a valid name.
+func eventTarget(namespace string, podMeta metav1.Object) *corev1.ObjectReference {
 	name := podMeta.GetName()
 	if name == "" {
 		name = strings.TrimRight(podMeta.GetGenerateName(), "-.")
@@ -406,7 +447,7 @@ func podRef(namespace string, podMeta metav1.Object) klog.ObjectRef {
 	if name == "" {
 		name = "pod"
 	}
-	return klog.KRef(namespace, name)
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: namespace, Name: name}
 }
 
 func presetNames(presets []*preset) []string {

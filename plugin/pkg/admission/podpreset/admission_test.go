@@ -74,7 +74,7 @@ func TestAdmitConflictShouldNotModifyPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertUnchanged(t, testPod(), pod)
-	want := `pod presets not applied to pod mypod because they conflict (none of PodPreset "hello" was applied): [PodPreset "hello": env "abc" conflicts with the one in init container "init"`
+	want := `pod presets not applied to Pod namespace/mypod because they conflict (none of PodPreset "hello" was applied): [PodPreset "hello": env "abc" conflicts with the one in init container "init"`
 	if len(*warnings) == 0 || !strings.HasPrefix((*warnings)[0], want) {
 		t.Errorf("warnings = %q, want one starting %q", *warnings, want)
 	}
@@ -84,7 +84,7 @@ func TestAdmitConflictShouldNotModifyPod(t *testing.T) {
 		}
 	}
 	event := nextEvent(t, recorder)
-	if !strings.HasPrefix(event, "Warning PodPresetConflict pod presets not applied to pod mypod") {
+	if !strings.HasPrefix(event, "Warning PodPresetConflict pod presets not applied to Pod namespace/mypod") {
 		t.Errorf("event = %q", event)
 	}
 }
@@ -464,8 +464,11 @@ func TestGenerateNamePodIsNamedByItsPrefix(t *testing.T) {
 	if err := admitPod(t, p, pod); err != nil {
 		t.Fatal(err)
 	}
-	if event := nextEvent(t, recorder); !strings.Contains(event, "pod web-5d8f because") {
+	if event := nextEvent(t, recorder); !strings.Contains(event, "Pod namespace/web-5d8f-* because") {
 		t.Errorf("event = %q", event)
+	}
+	if got := eventTarget(testNamespace, pod).Name; got != "web-5d8f" {
+		t.Errorf("the Event is about a pod named %q, want the prefix web-5d8f", got)
 	}
 }
 

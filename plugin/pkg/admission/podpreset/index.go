@@ -86,6 +86,7 @@ func newPresetIndex() *presetIndex {
 func compile(kind string, m *metav1.ObjectMeta, spec settingsv1alpha1.PodPresetSpec, namespaceSelector *metav1.LabelSelector) *compiledPreset {
 	c := &compiledPreset{preset: preset{kind: kind, name: m.Name, resourceVersion: m.ResourceVersion, spec: spec,
 		containers: newContainerPicker(spec.Containers), initContainers: newContainerPicker(spec.InitContainers)}}
+	c.annotation = c.annotationKey()
 	c.selector, c.err = compilePresetSelector(&c.spec.Selector)
 	if c.err != nil {
 		c.err = fmt.Errorf("spec.selector: %w", c.err)

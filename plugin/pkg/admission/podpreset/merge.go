@@ -33,7 +33,9 @@ type preset struct {
 	kind            string
 	name            string
 	resourceVersion string
-	spec            settingsv1alpha1.PodPresetSpec
+	// annotation is annotationKey(), kept to save building it per pod.
+	annotation string
+	spec       settingsv1alpha1.PodPresetSpec
 	// containers and initContainers are spec.containers and
 	// spec.initContainers compiled.
 	containers, initContainers containerPicker
@@ -627,7 +629,7 @@ func applyPresets(pod *corev1.Pod, presets []*preset) error {
 		pod.Annotations = make(map[string]string, len(presets))
 	}
 	for _, p := range presets {
-		pod.Annotations[p.annotationKey()] = p.resourceVersion
+		pod.Annotations[p.annotation] = p.resourceVersion
 	}
 	return nil
 }

@@ -153,7 +153,7 @@ func TestConflictPolicies(t *testing.T) {
 			appEnv:  env("abc", "preset", "ABC", "value3", "NEW", "1"),
 			initEnv: env("abc", "preset", "ABC", "value3", "NEW", "1")},
 		{name: "Reject: the pod is refused", presets: []runtime.Object{podPreset("hello", everything, withPolicy("Reject", spec))},
-			refused: `pod mypod refused by pod presets whose conflictPolicy is Reject: [PodPreset "hello": env "abc" conflicts with the one in init container "init", PodPreset "hello": env "abc" conflicts with the one in container "app"]`},
+			refused: `Pod namespace/mypod refused by pod presets whose conflictPolicy is Reject: [PodPreset "hello": env "abc" conflicts with the one in init container "init", PodPreset "hello": env "abc" conflicts with the one in container "app"]`},
 		{name: "Reject without a conflict applies",
 			presets: []runtime.Object{podPreset("hello", everything, withPolicy("Reject", settingsv1alpha1.PodPresetSpec{Env: env("abc", "value2", "NEW", "1")}))},
 			applied: hello,

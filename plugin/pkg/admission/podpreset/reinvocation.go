@@ -18,62 +18,26 @@ package podpreset
 
 import (
 	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/perrequest"
 )
 
 // requestRecord is what the plugin has counted and reported for one pod
-// create. kube-apiserver runs the mutating plugins a second time on the
-// same request when a webhook or a MutatingAdmissionPolicy changed the pod
-// after them; that second run applies what matches the pod now (a preset
-// selecting a label the policy added), but must not count the pod, a preset
-// or a conflict again, nor record a second Event.
+// create. When kube-apiserver reinvokes the plugin, the second run applies
+// what matches the pod now (a preset selecting a label a policy added),
+// but must not count the pod, a preset or a conflict again, nor record a
+// second Event or audit annotation.
 type requestRecord struct {
-	evaluated bool
-	injected  bool
-	conflict  bool
-	// unenforced is set once the presets in Warn or Audit mode are
+	evaluated, injected, conflict perrequest.Once
+	// unenforced is done once the presets in Warn or Audit mode are
 	// reported.
-	unenforced bool
+	unenforced perrequest.Once
 	// applied holds the presets already counted in presets_applied_total,
 	// by their annotation key: kind and name, which stay the same when
 	// the preset changes between the two runs.
-	applied map[string]bool
+	applied perrequest.OncePer
 }
 
-// recordOf returns the request's record, kept in its reinvocation context
-// so that every invocation on the request shares it. Attributes without a
-// context get a record of their own, as if each call were a new request.
 func recordOf(a admission.Attributes) *requestRecord {
-	rc := a.GetReinvocationContext()
-	if rc == nil {
-		return &requestRecord{}
-	}
-	if r, ok := rc.Value(PluginName).(*requestRecord); ok {
-		return r
-	}
-	r := &requestRecord{}
-	rc.SetValue(PluginName, r)
-	return r
-}
-
-// firstTime reports whether *seen was still false, and sets it.
-func firstTime(seen *bool) bool {
-	if *seen {
-		return false
-	}
-	*seen = true
-	return true
-}
-
-// firstApplied reports whether preset is applied for the first time in
-// this request, and remembers it.
-func (r *requestRecord) firstApplied(p *preset) bool {
-	key := p.annotationKey()
-	if r.applied[key] {
-		return false
-	}
-	if r.applied == nil {
-		r.applied = map[string]bool{}
-	}
-	r.applied[key] = true
-	return true
+	return perrequest.Record[requestRecord](a, PluginName)
 }

@@ -24,12 +24,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/klog/v2"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/warnlimit"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/trialreport"
 )
 
 // UnenforcedAnnotationKey is the audit annotation that records, for every
@@ -37,8 +35,8 @@ import (
 // have done to the pod.
 const UnenforcedAnnotationKey = "podpreset.admission.admitkit.io/unenforced-presets"
 
-// maxWarningChanges bounds the changes one warning lists (warnlimit bounds
-// the warnings): the audit annotation has every preset and every change.
+// maxWarningChanges bounds the changes one warning lists (trialreport
+// bounds the warnings): the audit annotation has every preset and every change.
 const maxWarningChanges = 8
 
 // mode is the preset's spec.mode, with unset meaning Enforce.
@@ -158,29 +156,27 @@ func listChanges[T any](changes []string, have, want []T, key listKey[T], o owne
 	return changes
 }
 
+// unenforcedReports writes the trials of presets in Warn or Audit mode.
+var unenforcedReports = trialreport.Reporter{
+	AnnotationKey: UnenforcedAnnotationKey,
+	Counter:       unenforcedChanges,
+	Mutations:     "presets",
+	LogMessage:    "Pod presets in Warn or Audit mode would change a pod",
+}
+
 // reportUnenforced tells what the presets in Warn or Audit mode would have
-// done: every one in the request's audit annotation and in the counter of
-// its mode, the Warn ones also in admission warnings the client prints.
-func reportUnenforced(ctx context.Context, a admission.Attributes, podMeta metav1.Object, outcomes []unenforced) {
-	if len(outcomes) == 0 {
-		return
-	}
-	ref := podRef(a.GetNamespace(), podMeta)
-	entries := make([]string, len(outcomes))
-	warnings := warnlimit.New(ctx, fmt.Sprintf("more presets in Warn mode would change pod %s: the audit log lists them", ref.Name))
+// done to the pod name names.
+func reportUnenforced(ctx context.Context, a admission.Attributes, name string, outcomes []unenforced) {
+	trials := make([]trialreport.Trial, len(outcomes))
 	for i, u := range outcomes {
-		mode := u.preset.mode()
-		unenforcedChanges.WithLabelValues(string(mode)).Inc()
-		entries[i] = fmt.Sprintf("%s (%s) %s", u.preset, mode, u.describe(0))
-		if mode == settingsv1alpha1.ModeWarn {
-			warnings.Add(func() string {
-				return fmt.Sprintf("%s is in Warn mode; enforced, it %s in pod %s", u.preset, u.describe(maxWarningChanges), ref.Name)
-			})
+		trials[i] = trialreport.Trial{
+			Name:   u.preset.String(),
+			Mode:   string(u.preset.mode()),
+			Effect: u.describe(0),
+			Warning: func() string {
+				return fmt.Sprintf("%s is in Warn mode; enforced, it %s in %s", u.preset, u.describe(maxWarningChanges), name)
+			},
 		}
 	}
-	value := strings.Join(entries, "; ")
-	if err := a.AddAnnotation(UnenforcedAnnotationKey, value); err != nil {
-		klog.FromContext(ctx).V(4).Error(err, "PodPreset could not record its audit annotation")
-	}
-	klog.FromContext(ctx).V(2).Info("Pod presets in Warn or Audit mode would change a pod", "pod", ref, "presets", value)
+	unenforcedReports.Report(ctx, a, name, trials)
 }

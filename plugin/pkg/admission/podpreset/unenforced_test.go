@@ -72,7 +72,7 @@ func TestUnenforcedModes(t *testing.T) {
 		{
 			name:     "a preset in Warn mode leaves the pod alone and says what it would set",
 			presets:  []runtime.Object{withMode(warn, podPreset("proxy", securityS2, proxy))},
-			warnings: []string{`PodPreset "proxy" is in Warn mode; enforced, it would set volume "certs", env "PROXY" in container "app", volumeMount at "/certs" in container "app" in pod mypod`},
+			warnings: []string{`PodPreset "proxy" is in Warn mode; enforced, it would set volume "certs", env "PROXY" in container "app", volumeMount at "/certs" in container "app" in Pod namespace/mypod`},
 			audit:    `PodPreset "proxy" (Warn) would set volume "certs", env "PROXY" in container "app", volumeMount at "/certs" in container "app"`,
 		},
 		{
@@ -87,7 +87,7 @@ func TestUnenforcedModes(t *testing.T) {
 				withMode(warn, podPreset("proxy", securityS2, proxy)),
 			},
 			applied:  []string{annotationPrefix + "/podpreset-enforced"},
-			warnings: []string{`PodPreset "proxy" is in Warn mode; enforced, it would set volume "certs", volumeMount at "/certs" in container "app" in pod mypod`},
+			warnings: []string{`PodPreset "proxy" is in Warn mode; enforced, it would set volume "certs", volumeMount at "/certs" in container "app" in Pod namespace/mypod`},
 			audit:    `PodPreset "proxy" (Warn) would set volume "certs", volumeMount at "/certs" in container "app"`,
 		},
 		{
@@ -98,7 +98,7 @@ func TestUnenforcedModes(t *testing.T) {
 			name: "a Warn preset that would replace the pod's value says so",
 			presets: []runtime.Object{withMode(warn, podPreset("wins", securityS2,
 				withPolicy(settingsv1alpha1.ConflictPolicyPresetWins, settingsv1alpha1.PodPresetSpec{Env: env("abc", "other")})))},
-			warnings: []string{`PodPreset "wins" is in Warn mode; enforced, it would set env "abc" in init container "init", env "abc" in container "app" in pod mypod`},
+			warnings: []string{`PodPreset "wins" is in Warn mode; enforced, it would set env "abc" in init container "init", env "abc" in container "app" in Pod namespace/mypod`},
 			audit:    `PodPreset "wins" (Warn) would set env "abc" in init container "init", env "abc" in container "app"`,
 		},
 		{

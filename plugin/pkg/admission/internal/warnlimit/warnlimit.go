@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 // Package warnlimit bounds the admission warnings a plugin sends about one
 // object: many mutators or presets in Warn mode must not give a client a
 // response header of unbounded size. What is left out is in the audit log.

@@ -22,6 +22,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/internal/btree"
 )
 
 // Builder holds a changing set of mutators and makes immutable Systems of
@@ -37,15 +39,15 @@ type Builder struct {
 	byID map[ID]*Mutator
 	// bound holds, per binding, the mutators that name it, and anyKind
 	// those without applyTo, in run order.
-	bound   map[Binding]tree[*Mutator]
-	anyKind tree[*Mutator]
+	bound   map[Binding]btree.Tree[*Mutator]
+	anyKind btree.Tree[*Mutator]
 	// namespaceSelectors counts the mutators with a namespaceSelector.
 	namespaceSelectors int
 	// implied counts, per slot key, the mutators that imply each type
 	// there; types holds the types each key has, and changes only when
 	// those do (see System.ConflictsWith).
 	implied map[string]map[impliedType]int
-	types   tree[*keyTypes]
+	types   btree.Tree[*keyTypes]
 	// unenforced counts the mutators in Warn or Audit mode.
 	unenforced int
 
@@ -58,7 +60,7 @@ type Builder struct {
 func NewBuilder() *Builder {
 	return &Builder{
 		byID:    map[ID]*Mutator{},
-		bound:   map[Binding]tree[*Mutator]{},
+		bound:   map[Binding]btree.Tree[*Mutator]{},
 		implied: map[string]map[impliedType]int{},
 	}
 }
@@ -81,10 +83,10 @@ func (b *Builder) Add(m *Mutator) {
 		b.unenforced++
 	}
 	if m.bindings == nil {
-		b.anyKind = b.anyKind.insert(m, runOrder)
+		b.anyKind = b.anyKind.Insert(m, runOrder)
 	}
 	for _, bind := range m.bindings {
-		b.bound[bind] = b.bound[bind].insert(m, runOrder)
+		b.bound[bind] = b.bound[bind].Insert(m, runOrder)
 	}
 	for _, slot := range m.slots {
 		counts := b.implied[slot.key]
@@ -113,10 +115,10 @@ func (b *Builder) Remove(id ID) {
 		b.unenforced--
 	}
 	if m.bindings == nil {
-		b.anyKind, _ = b.anyKind.remove(m, runOrder)
+		b.anyKind, _ = b.anyKind.Remove(m, runOrder)
 	}
 	for _, bind := range m.bindings {
-		list, _ := b.bound[bind].remove(m, runOrder)
+		list, _ := b.bound[bind].Remove(m, runOrder)
 		if list.Len() == 0 {
 			delete(b.bound, bind)
 		} else {
@@ -144,13 +146,21 @@ type keyTypes struct {
 
 func byKey(a, b *keyTypes) int { return strings.Compare(a.key, b.key) }
 
+// typesOf finds key's entry in types, sorted byKey.
+func typesOf(types btree.Tree[*keyTypes], key string) (*keyTypes, bool) {
+	for kt := range types.From(func(kt *keyTypes) bool { return kt.key >= key }) {
+		return kt, kt.key == key
+	}
+	return nil, false
+}
+
 // retype sets the types of key in b.types to those counts holds.
 func (b *Builder) retype(key string, counts map[impliedType]int) {
-	if old, ok := b.types.first(func(kt *keyTypes) bool { return kt.key >= key }); ok && old.key == key {
-		b.types, _ = b.types.remove(old, byKey)
+	if old, ok := typesOf(b.types, key); ok {
+		b.types, _ = b.types.Remove(old, byKey)
 	}
 	if len(counts) > 0 {
-		b.types = b.types.insert(&keyTypes{key: key, types: slices.Collect(maps.Keys(counts))}, byKey)
+		b.types = b.types.Insert(&keyTypes{key: key, types: slices.Collect(maps.Keys(counts))}, byKey)
 	}
 }
 
@@ -209,7 +219,7 @@ func (s *System) setList(bind Binding, c *candidates) {
 // and a request pays at most one merge per list and System (none for the
 // lists a change left alone, which the next System shares).
 type candidates struct {
-	bound, anyKind tree[*Mutator]
+	bound, anyKind btree.Tree[*Mutator]
 
 	// merged says list is set; once sets it.
 	merged atomic.Bool
@@ -230,11 +240,11 @@ func (c *candidates) merge() {
 	c.once.Do(func() {
 		switch {
 		case c.anyKind.Len() == 0:
-			c.list = c.bound.appendTo(make([]*Mutator, 0, c.bound.Len()))
+			c.list = slices.AppendSeq(make([]*Mutator, 0, c.bound.Len()), c.bound.All())
 		case c.bound.Len() == 0:
-			c.list = c.anyKind.appendTo(make([]*Mutator, 0, c.anyKind.Len()))
+			c.list = slices.AppendSeq(make([]*Mutator, 0, c.anyKind.Len()), c.anyKind.All())
 		default:
-			c.list = mergeRunOrder(c.bound.appendTo(nil), c.anyKind.appendTo(nil))
+			c.list = mergeRunOrder(slices.Collect(c.bound.All()), slices.Collect(c.anyKind.All()))
 		}
 		c.merged.Store(true)
 	})

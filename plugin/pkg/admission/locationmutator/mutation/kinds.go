@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictjson"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictdecode"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 )
 
@@ -77,7 +77,7 @@ func kindNames() []string {
 func decodeAs[T any](build func(*T) (*Mutator, field.ErrorList)) func([]byte) (*Mutator, field.ErrorList, error) {
 	return func(data []byte) (*Mutator, field.ErrorList, error) {
 		var obj T
-		if err := strictjson.Unmarshal(data, &obj); err != nil {
+		if err := strictdecode.JSON(data, &obj); err != nil {
 			return nil, nil, err
 		}
 		m, errs := build(&obj)

@@ -25,7 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictjson"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictdecode"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 )
 
@@ -108,7 +108,7 @@ func withoutStatus(data []byte) ([]byte, error) {
 		manifestFields
 		Status json.RawMessage `json:"status"`
 	}
-	if err := strictjson.Unmarshal(data, &obj); err != nil {
+	if err := strictdecode.JSON(data, &obj); err != nil {
 		return nil, err
 	}
 	return json.Marshal(obj.manifestFields)

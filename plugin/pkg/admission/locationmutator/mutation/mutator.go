@@ -112,6 +112,20 @@ type elementWriter interface {
 	writeElement(m *Mutator, l list, j int) (effect, error)
 }
 
+// labelAdder is an operation that may add a label to the object, and so
+// make it match mutators it did not match before.
+type labelAdder interface {
+	addsLabel(m *Mutator) bool
+}
+
+// AddsLabel reports whether the mutator may add a label to the objects it
+// changes (an AssignMetadata of a label): what other mutators select may
+// then change after it ran.
+func (m *Mutator) AddsLabel() bool {
+	l, ok := m.op.(labelAdder)
+	return ok && l.addsLabel(m)
+}
+
 // ID returns the mutator's kind and name.
 func (m *Mutator) ID() ID { return m.id }
 

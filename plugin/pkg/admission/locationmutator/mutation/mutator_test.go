@@ -18,6 +18,8 @@ package mutation
 
 import (
 	"testing"
+
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 )
 
 // The pathTest table of the spec's section 2.6.
@@ -336,6 +338,24 @@ func TestAssignImageConverges(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+func TestAddsLabel(t *testing.T) {
+	metadata := func(location string) string {
+		return "apiVersion: mutations.gatekeeper.sh/v1\nkind: AssignMetadata\nmetadata: {name: m}\nspec:\n  location: " + location + "\n  parameters: {assign: {value: x}}\n"
+	}
+	for _, tt := range []struct {
+		name, doc string
+		want      bool
+	}{
+		{"AssignMetadata of a label", metadata("metadata.labels.team"), true},
+		{"AssignMetadata of an annotation", metadata("metadata.annotations.team"), false},
+		{"Assign", podMutator(mutationsv1.KindAssign, "a", "spec.containers[name:*].imagePullPolicy", "{assign: {value: Always}}"), false},
+	} {
+		if got := mustDecode(t, tt.doc).AddsLabel(); got != tt.want {
+			t.Errorf("%s: AddsLabel() = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

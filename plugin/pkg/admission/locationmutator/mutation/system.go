@@ -27,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/objectname"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/internal/btree"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 )
 
@@ -52,7 +54,7 @@ type System struct {
 	// order: the candidates of every other binding.
 	anyKind *candidates
 	// types holds, per slot key, the types the mutators imply there.
-	types           tree[*keyTypes]
+	types           btree.Tree[*keyTypes]
 	needsNamespaces bool
 	// unenforced says some mutator is in Warn or Audit mode.
 	unenforced bool
@@ -105,15 +107,14 @@ func (s *System) ConflictsWith(m *Mutator) []Conflict {
 		if list == nil {
 			continue
 		}
-		list.bound.ascend(everything, func(o *Mutator) bool {
+		for o := range list.bound.All() {
 			if o.id != m.id && !seen[o] {
 				seen[o] = true
 				if c, ok := conflictBetween(m, o); ok {
 					out = append(out, c)
 				}
 			}
-			return true
-		})
+		}
 	}
 	sortConflicts(out)
 	return out
@@ -124,8 +125,8 @@ func (s *System) ConflictsWith(m *Mutator) []Conflict {
 // conflicts with none (see conflictBetween).
 func (s *System) mayConflict(m *Mutator) bool {
 	for _, slot := range m.slots {
-		kt, ok := s.types.first(func(kt *keyTypes) bool { return kt.key >= slot.key })
-		if ok && kt.key == slot.key && (len(kt.types) > 1 || kt.types[0] != slot.t) {
+		kt, ok := typesOf(s.types, slot.key)
+		if ok && (len(kt.types) > 1 || kt.types[0] != slot.t) {
 			return true
 		}
 	}
@@ -147,7 +148,7 @@ func (s *System) Len() int { return s.n }
 
 // Mutators returns the mutators in run order.
 func (s *System) Mutators() []*Mutator {
-	out := s.anyKind.anyKind.appendTo(make([]*Mutator, 0, s.n))
+	out := slices.AppendSeq(make([]*Mutator, 0, s.n), s.anyKind.anyKind.All())
 	seen := make(map[*Mutator]bool, s.n)
 	for _, kinds := range s.byKind {
 		for _, k := range kinds {
@@ -155,13 +156,12 @@ func (s *System) Mutators() []*Mutator {
 				if list == nil {
 					continue
 				}
-				list.bound.ascend(everything, func(m *Mutator) bool {
+				for m := range list.bound.All() {
 					if !seen[m] {
 						seen[m] = true
 						out = append(out, m)
 					}
-					return true
-				})
+				}
 			}
 		}
 	}
@@ -389,21 +389,9 @@ func notConverging(candidates []*Mutator, changed []int, t *match.Target, passes
 	return fmt.Errorf("%w: %s still changed after %d passes, by %s", ErrNotConverging, describe(t), passes, strings.Join(names, ", "))
 }
 
-// describe names the object in errors: group, kind, namespace and name (or
-// generateName when the name is not known yet).
+// describe names the object in errors, the way every plugin names it.
 func describe(t *match.Target) string {
-	gk := t.GVK.Kind
-	if t.GVK.Group != "" {
-		gk = t.GVK.Kind + "." + t.GVK.Group
-	}
-	name := t.Name
-	if name == "" && t.GenerateName != "" {
-		name = t.GenerateName + "*"
-	}
-	if t.Namespace != "" {
-		return fmt.Sprintf("%s %s/%s", gk, t.Namespace, name)
-	}
-	return fmt.Sprintf("%s %s", gk, name)
+	return objectname.Of(t.GVK.GroupKind(), t.Namespace, t.Name, t.GenerateName)
 }
 
 // labelsOf reads metadata.labels from an unstructured object without

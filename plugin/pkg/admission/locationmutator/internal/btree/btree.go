@@ -14,22 +14,34 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package mutation
-
-import "sort"
-
-// tree is an immutable sorted sequence: a B+tree whose leaves hold at most
-// nodeMax values and whose inner nodes at most nodeMax children. insert
-// and remove return a new tree that shares every node off the one path
-// they change, so a change copies O(log n) nodes of at most nodeMax
-// entries, and the tree they were called on stays as it was: a System keeps
-// the trees the Builder goes on changing, and a list copied whole per
-// change would make applying n mutators one by one cost n².
+// Package btree is a persistent sorted sequence: a B+tree whose changes
+// return a new tree and leave the old one as it was, sharing every node off
+// the path they change.
 //
-// Values that compare equal keep the order they were inserted in; remove
+// It is a package of its own because it knows nothing of mutators: the
+// mutation package keeps its run-ordered lists of mutators, and the types
+// their locations imply, in it, so that a Builder can go on changing what
+// a published System still reads, at O(log n) a change. It sits under
+// locationmutator/internal because mutation is its only user, and it is
+// not an API forks are meant to build on.
+package btree
+
+import (
+	"iter"
+	"sort"
+)
+
+// Tree is an immutable sorted sequence; its zero value is empty. Leaves
+// hold at most nodeMax values and inner nodes at most nodeMax children.
+// Insert and Remove return a new Tree that shares every node off the one
+// path they change, so a change copies O(log n) nodes of at most nodeMax
+// entries, and the Tree they were called on stays as it was: a list copied
+// whole per change would make applying n changes one by one cost n².
+//
+// Values that compare equal keep the order they were inserted in; Remove
 // finds a value by comparing and then by ==, so it needs no two equal
-// values in the tree, which holds wherever it is used.
-type tree[T comparable] struct {
+// values in the tree.
+type Tree[T comparable] struct {
 	root *node[T]
 	n    int
 }
@@ -48,19 +60,19 @@ type node[T comparable] struct {
 }
 
 // Len is the number of values.
-func (t tree[T]) Len() int { return t.n }
+func (t Tree[T]) Len() int { return t.n }
 
-// insert returns t with v added after every value that compares equal to
+// Insert returns t with v added after every value that compares equal to
 // it.
-func (t tree[T]) insert(v T, cmp func(a, b T) int) tree[T] {
+func (t Tree[T]) Insert(v T, cmp func(a, b T) int) Tree[T] {
 	if t.root == nil {
-		return tree[T]{root: &node[T]{values: []T{v}, last: v}, n: 1}
+		return Tree[T]{root: &node[T]{values: []T{v}, last: v}, n: 1}
 	}
 	a, b := t.root.insert(v, cmp)
 	if b != nil {
 		a = &node[T]{children: []*node[T]{a, b}, last: b.last}
 	}
-	return tree[T]{root: a, n: t.n + 1}
+	return Tree[T]{root: a, n: t.n + 1}
 }
 
 // insert returns n with v added, split in two when it holds too many.
@@ -77,8 +89,8 @@ func (n *node[T]) insert(v T, cmp func(a, b T) int) (*node[T], *node[T]) {
 	return splitInner(replaced(n.children, i, 1, a, b))
 }
 
-// remove returns t without v, and whether v was in it.
-func (t tree[T]) remove(v T, cmp func(a, b T) int) (tree[T], bool) {
+// Remove returns t without v, and whether v was in it.
+func (t Tree[T]) Remove(v T, cmp func(a, b T) int) (Tree[T], bool) {
 	if t.root == nil {
 		return t, false
 	}
@@ -89,7 +101,7 @@ func (t tree[T]) remove(v T, cmp func(a, b T) int) (tree[T], bool) {
 	for root != nil && len(root.children) == 1 {
 		root = root.children[0]
 	}
-	return tree[T]{root: root, n: t.n - 1}, true
+	return Tree[T]{root: root, n: t.n - 1}, true
 }
 
 // remove returns n without v (nil when that leaves it empty), merging a
@@ -127,15 +139,28 @@ func (n *node[T]) remove(v T, cmp func(a, b T) int) (*node[T], bool) {
 	return inner(replaced(n.children, i, 1, c, nil)), true
 }
 
-// ascend calls yield with the values from the first one for which from is
-// true (from must be false for a prefix of the values and true for the
-// rest), in order, until yield returns false.
-func (t tree[T]) ascend(from func(T) bool, yield func(T) bool) {
-	if t.root != nil {
-		t.root.ascend(from, yield)
+// All yields the values in order.
+func (t Tree[T]) All() iter.Seq[T] {
+	return func(yield func(T) bool) {
+		if t.root != nil {
+			t.root.each(yield)
+		}
 	}
 }
 
+// From yields the values in order from the first one for which from is
+// true: from must be false for a prefix of the values and true for the
+// rest (a "v >= key" of the tree's order), so that From finds the first in
+// O(log n).
+func (t Tree[T]) From(from func(T) bool) iter.Seq[T] {
+	return func(yield func(T) bool) {
+		if t.root != nil {
+			t.root.ascend(from, yield)
+		}
+	}
+}
+
+// ascend is From below n; it reports whether yield never returned false.
 func (n *node[T]) ascend(from func(T) bool, yield func(T) bool) bool {
 	if n.children == nil {
 		i := sort.Search(len(n.values), func(j int) bool { return from(n.values[j]) })
@@ -154,29 +179,17 @@ func (n *node[T]) ascend(from func(T) bool, yield func(T) bool) bool {
 		return false
 	}
 	for _, c := range n.children[i+1:] {
-		if !c.appendTo(nil, yield) {
+		if !c.each(yield) {
 			return false
 		}
 	}
 	return true
 }
 
-// appendTo appends the values in order.
-func (t tree[T]) appendTo(out []T) []T {
-	if t.root != nil {
-		t.root.appendTo(&out, nil)
-	}
-	return out
-}
-
-// appendTo appends n's values to *out, or, with out nil, calls yield with
-// them until it returns false.
-func (n *node[T]) appendTo(out *[]T, yield func(T) bool) bool {
+// each calls yield with n's values in order until it returns false, and
+// reports whether it never did.
+func (n *node[T]) each(yield func(T) bool) bool {
 	if n.children == nil {
-		if out != nil {
-			*out = append(*out, n.values...)
-			return true
-		}
 		for _, v := range n.values {
 			if !yield(v) {
 				return false
@@ -185,7 +198,7 @@ func (n *node[T]) appendTo(out *[]T, yield func(T) bool) bool {
 		return true
 	}
 	for _, c := range n.children {
-		if !c.appendTo(out, yield) {
+		if !c.each(yield) {
 			return false
 		}
 	}
@@ -260,20 +273,4 @@ func replaced[T comparable](children []*node[T], i, count int, a, b *node[T]) []
 		}
 	}
 	return append(out, children[i+count:]...)
-}
-
-// everything is the from of ascend that starts at the first value.
-func everything[T any](T) bool { return true }
-
-// first returns the first value for which from is true (see ascend).
-func (t tree[T]) first(from func(T) bool) (T, bool) {
-	var (
-		out   T
-		found bool
-	)
-	t.ascend(from, func(v T) bool {
-		out, found = v, true
-		return false
-	})
-	return out, found
 }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package mutation
+package btree
 
 import (
 	"cmp"
@@ -25,9 +25,9 @@ import (
 
 // checkTree fails unless t holds exactly want, in order, with every node
 // within its bounds and every last right.
-func checkTree(t *testing.T, tr tree[int], want []int) {
+func checkTree(t *testing.T, tr Tree[int], want []int) {
 	t.Helper()
-	if got := tr.appendTo(nil); !slices.Equal(got, want) {
+	if got := slices.Collect(tr.All()); !slices.Equal(got, want) {
 		t.Fatalf("tree holds %v, want %v", got, want)
 	}
 	if tr.Len() != len(want) {
@@ -70,9 +70,9 @@ func TestTree(t *testing.T) {
 	for _, size := range []int{10, 100, 3000} {
 		rng := rand.New(rand.NewPCG(1, uint64(size)))
 		var (
-			tr        tree[int]
+			tr        Tree[int]
 			want      []int
-			snapshots []tree[int]
+			snapshots []Tree[int]
 			held      [][]int
 		)
 		for step := 0; step < 4*size; step++ {
@@ -80,7 +80,7 @@ func TestTree(t *testing.T) {
 			if len(want) > 0 && (len(want) >= size || rng.IntN(3) == 0) {
 				v := want[rng.IntN(len(want))]
 				var ok bool
-				if tr, ok = tr.remove(v, cmp.Compare[int]); !ok {
+				if tr, ok = tr.Remove(v, cmp.Compare[int]); !ok {
 					t.Fatalf("%d not removed", v)
 				}
 				i, _ := slices.BinarySearch(want, v)
@@ -90,7 +90,7 @@ func TestTree(t *testing.T) {
 				if _, found := slices.BinarySearch(want, v); found {
 					continue
 				}
-				tr = tr.insert(v, cmp.Compare[int])
+				tr = tr.Insert(v, cmp.Compare[int])
 				i, _ := slices.BinarySearch(want, v)
 				want = slices.Insert(want, i, v)
 			}
@@ -100,14 +100,14 @@ func TestTree(t *testing.T) {
 				held = append(held, slices.Clone(want))
 			}
 		}
-		if _, ok := tr.remove(-1, cmp.Compare[int]); ok {
+		if _, ok := tr.Remove(-1, cmp.Compare[int]); ok {
 			t.Fatal("removed a value that is not there")
 		}
 		for i, s := range snapshots {
 			checkTree(t, s, held[i])
 		}
 		for len(want) > 0 {
-			tr, _ = tr.remove(want[0], cmp.Compare[int])
+			tr, _ = tr.Remove(want[0], cmp.Compare[int])
 			want = want[1:]
 			checkTree(t, tr, want)
 		}
@@ -118,19 +118,21 @@ func TestTree(t *testing.T) {
 }
 
 func TestTreeAscend(t *testing.T) {
-	var tr tree[int]
+	var tr Tree[int]
 	var all []int
 	for v := 0; v < 2000; v += 2 {
-		tr = tr.insert(v, cmp.Compare[int])
+		tr = tr.Insert(v, cmp.Compare[int])
 		all = append(all, v)
 	}
 	for _, from := range []int{-5, 0, 1, 777, 1998, 1999, 5000} {
 		for _, limit := range []int{1, 10, 100, 10000} {
 			var got []int
-			tr.ascend(func(v int) bool { return v >= from }, func(v int) bool {
+			for v := range tr.From(func(v int) bool { return v >= from }) {
 				got = append(got, v)
-				return len(got) < limit
-			})
+				if len(got) == limit {
+					break
+				}
+			}
 			i, _ := slices.BinarySearch(all, from)
 			want := all[i:min(len(all), i+limit)]
 			if !slices.Equal(got, want) {
@@ -140,15 +142,35 @@ func TestTreeAscend(t *testing.T) {
 	}
 }
 
+// All stops where its caller does, at any depth of the tree.
+func TestTreeAllStops(t *testing.T) {
+	var tr Tree[int]
+	for v := range 2000 {
+		tr = tr.Insert(v, cmp.Compare[int])
+	}
+	for _, limit := range []int{1, 31, 32, 33, 1024, 1999} {
+		var got []int
+		for v := range tr.All() {
+			got = append(got, v)
+			if len(got) == limit {
+				break
+			}
+		}
+		if len(got) != limit || got[limit-1] != limit-1 {
+			t.Errorf("break after %d: got %d values, ending in %d", limit, len(got), got[len(got)-1])
+		}
+	}
+}
+
 // Equal values keep the order they were put in.
 func TestTreeEqualValues(t *testing.T) {
 	type pair struct{ key, seq int }
 	byKey := func(a, b pair) int { return cmp.Compare(a.key, b.key) }
-	var tr tree[pair]
+	var tr Tree[pair]
 	for seq := range 200 {
-		tr = tr.insert(pair{seq % 3, seq}, byKey)
+		tr = tr.Insert(pair{seq % 3, seq}, byKey)
 	}
-	got := tr.appendTo(nil)
+	got := slices.Collect(tr.All())
 	if !slices.IsSortedFunc(got, func(a, b pair) int {
 		if c := byKey(a, b); c != 0 {
 			return c
@@ -171,9 +193,9 @@ func FuzzTree(f *testing.F) {
 	f.Add(seed)
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		var (
-			tr        tree[int]
+			tr        Tree[int]
 			want      []int
-			snapshots []tree[int]
+			snapshots []Tree[int]
 			held      [][]int
 		)
 		for _, op := range ops {
@@ -183,11 +205,11 @@ func FuzzTree(f *testing.F) {
 				if found {
 					continue
 				}
-				tr = tr.insert(v, cmp.Compare[int])
+				tr = tr.Insert(v, cmp.Compare[int])
 				want = slices.Insert(want, i, v)
 			} else {
 				var removed bool
-				tr, removed = tr.remove(v, cmp.Compare[int])
+				tr, removed = tr.Remove(v, cmp.Compare[int])
 				if removed != found {
 					t.Fatalf("remove %d: %v, want %v", v, removed, found)
 				}
