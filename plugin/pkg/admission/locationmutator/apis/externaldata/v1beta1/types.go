@@ -55,7 +55,7 @@ type ProviderSpec struct {
 	// +kubebuilder:validation:MaxLength=2048
 	URL string `json:"url,omitempty"`
 	// Timeout is how long, in seconds, a call may take. Zero means the
-	// default, three seconds; the request's own deadline bounds it too.
+	// default, five seconds; the request's own deadline bounds it too.
 	//
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=30
