@@ -1,0 +1,195 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package framework
+
+import (
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	certutil "k8s.io/client-go/util/cert"
+)
+
+// TagProviderMode is how a TagProvider answers.
+type TagProviderMode int
+
+// The modes of a TagProvider.
+const (
+	// TagAnswer answers every key from the table, a per-key error for a
+	// key not in it.
+	TagAnswer TagProviderMode = iota
+	// TagSlow holds each call until the caller gives up (its timeout).
+	TagSlow
+	// TagFail answers HTTP 500.
+	TagFail
+	// TagErrors answers every key with a per-key error.
+	TagErrors
+	// TagGarbage answers a body that is not a ProviderResponse.
+	TagGarbage
+	// TagSystemError answers a systemError.
+	TagSystemError
+)
+
+// TagProvider is an external data provider as Gatekeeper's documentation
+// describes one: HTTPS on 127.0.0.1 with its own certificate authority,
+// answering a ProviderRequest of image tags with their digests from a
+// table. Its mode switches it to misbehave.
+type TagProvider struct {
+	server *http.Server
+	url    string
+	ca     []byte
+
+	mu    sync.Mutex
+	table map[string]string
+	mode  TagProviderMode
+	calls [][]string
+	held  int
+}
+
+// StartTagProvider serves table (tag -> pinned image) until the test ends.
+func StartTagProvider(t testing.TB, table map[string]string) *TagProvider {
+	t.Helper()
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := &TagProvider{table: table, url: "https://" + l.Addr().String() + "/resolve", ca: certPEM}
+	tp.server = &http.Server{
+		Handler:           tp,
+		ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+	}
+	go func() { _ = tp.server.ServeTLS(l, "", "") }()
+	t.Cleanup(func() { _ = tp.server.Close() })
+	return tp
+}
+
+// URL is where the provider answers.
+func (tp *TagProvider) URL() string { return tp.url }
+
+// CABundle is the base64 PEM a Provider's caBundle takes.
+func (tp *TagProvider) CABundle() string { return base64.StdEncoding.EncodeToString(tp.ca) }
+
+// Manifest is a Provider object for the provider, named name.
+func (tp *TagProvider) Manifest(name string, timeout int) string {
+	return fmt.Sprintf("apiVersion: externaldata.gatekeeper.sh/v1beta1\nkind: Provider\nmetadata:\n  name: %s\nspec:\n  url: %s\n  timeout: %d\n  caBundle: %s\n", name, tp.url, timeout, tp.CABundle())
+}
+
+// SetMode switches how the provider answers.
+func (tp *TagProvider) SetMode(m TagProviderMode) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	tp.mode = m
+}
+
+// Calls returns the keys of every call so far.
+func (tp *TagProvider) Calls() [][]string {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	out := make([][]string, len(tp.calls))
+	copy(out, tp.calls)
+	return out
+}
+
+// Held is the number of calls a TagSlow provider is holding now.
+func (tp *TagProvider) Held() int {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return tp.held
+}
+
+type tagRequest struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Request    struct {
+		Keys []string `json:"keys"`
+	} `json:"request"`
+}
+
+type tagItem struct {
+	Key   string `json:"key"`
+	Value string `json:"value,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+func (tp *TagProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req tagRequest
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if r.Method != http.MethodPost || json.Unmarshal(body, &req) != nil || req.Kind != "ProviderRequest" {
+		http.Error(w, "want a POSTed ProviderRequest", http.StatusBadRequest)
+		return
+	}
+	tp.mu.Lock()
+	tp.calls = append(tp.calls, req.Request.Keys)
+	mode := tp.mode
+	table := tp.table
+	if mode == TagSlow {
+		tp.held++
+	}
+	tp.mu.Unlock()
+	switch mode {
+	case TagSlow:
+		<-r.Context().Done()
+		tp.mu.Lock()
+		tp.held--
+		tp.mu.Unlock()
+		return
+	case TagFail:
+		http.Error(w, "provider failing", http.StatusInternalServerError)
+		return
+	case TagGarbage:
+		_, _ = io.WriteString(w, "<html>not json")
+		return
+	}
+	resp := map[string]any{"apiVersion": "externaldata.gatekeeper.sh/v1beta1", "kind": "ProviderResponse"}
+	inner := map[string]any{"idempotent": true}
+	if mode == TagSystemError {
+		inner["systemError"] = "registry unreachable"
+	} else {
+		items := []tagItem{}
+		for _, k := range req.Request.Keys {
+			d, ok := table[k]
+			switch {
+			case mode == TagErrors:
+				items = append(items, tagItem{Key: k, Error: "lookup failed"})
+			case ok:
+				items = append(items, tagItem{Key: k, Value: d})
+			default:
+				items = append(items, tagItem{Key: k, Error: "unknown tag " + k})
+			}
+		}
+		inner["items"] = items
+	}
+	resp["response"] = inner
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(resp)
+}
