@@ -106,7 +106,9 @@ func TestExternalData(t *testing.T) {
 	framework.CreateNamespace(t, server.AdminConfig(), "xd-plain", nil)
 
 	mustKubectl(t, tp.Manifest("xd-tags", 2), "apply", "-f", "-")
-	t.Cleanup(func() { kubectl(t, "", "delete", "provider.externaldata.gatekeeper.sh", "xd-tags", "--ignore-not-found") })
+	t.Cleanup(func() {
+		kubectl(t, "", "delete", "provider.externaldata.gatekeeper.sh", "xd-tags", "--ignore-not-found")
+	})
 	for ns, policy := range policies {
 		mustKubectl(t, digestAssign(ns, ns, "xd-tags", policy), "apply", "-f", "-")
 		t.Cleanup(func() { kubectl(t, "", "delete", "assign", ns, "--ignore-not-found") })
