@@ -21,6 +21,7 @@
 #   SKIP_BUILD    set to reuse the binaries in _output/bin
 #   HA            set to 1 for three etcd members and two apiservers
 #   ETCD_PORT     with HA=1, the first etcd member's client port (default 2379)
+#   TAG_PROVIDER_PORT  the walkthrough's tag-to-digest provider (default 8943)
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -42,7 +43,8 @@ if [[ -z "${SKIP_BUILD:-}" ]]; then
     echo "Building admitkit-apiserver and kubectl into ${BIN_DIR} (a few minutes the first time)..."
     (cd test && go build -o "${BIN_DIR}/admitkit-apiserver" ./cmd/admitkit-apiserver \
         && go build -o "${BIN_DIR}/kubectl" k8s.io/kubernetes/cmd/kubectl \
-        && go build -o "${KCM}" k8s.io/kubernetes/cmd/kube-controller-manager)
+        && go build -o "${KCM}" k8s.io/kubernetes/cmd/kube-controller-manager \
+        && go build -o "${BIN_DIR}/admitkit-tagprovider" ./cmd/admitkit-tagprovider)
     if [[ -n "${HA}" ]]; then
         (cd test && go build -o "${BIN_DIR}/admitkit-etcd" ./cmd/admitkit-etcd)
     fi
@@ -106,6 +108,7 @@ write_kubeconfig "${KCM_KUBECONFIG}" system:kube-controller-manager "${KCM_TOKEN
 # Everything started here is stopped on exit: the controller manager, the
 # apiservers, then etcd.
 KCM_PIDS=()
+PROVIDER_PIDS=()
 APISERVER_PIDS=()
 ETCD_PIDS=()
 stop_all() { # pid...
@@ -124,6 +127,7 @@ stop() {
     trap - INT TERM EXIT
     echo
     stop_all ${KCM_PIDS[@]+"${KCM_PIDS[@]}"}
+    stop_all ${PROVIDER_PIDS[@]+"${PROVIDER_PIDS[@]}"}
     stop_all ${APISERVER_PIDS[@]+"${APISERVER_PIDS[@]}"}
     stop_all ${ETCD_PIDS[@]+"${ETCD_PIDS[@]}"}
     echo "Stopped. Run hack/local-up.sh again to restart on the same data (${DATA_DIR})."
@@ -227,6 +231,27 @@ echo "Starting kube-controller-manager (log in ${KCM_LOG})..."
     >"${KCM_LOG}" 2>&1 &
 KCM_PIDS+=($!)
 
+# The external data walkthrough: a tag-to-digest provider in Gatekeeper's
+# wire format on 127.0.0.1, which writes the Provider object naming it.
+TAG_PROVIDER_PORT=${TAG_PROVIDER_PORT:-8943}
+TAG_PROVIDER_FILE="${DATA_DIR}/tag-provider.yaml"
+TAG_PROVIDER_LOG="${DATA_DIR}/tag-provider.log"
+rm -f "${TAG_PROVIDER_FILE}"
+echo "Starting the tag-to-digest provider on https://127.0.0.1:${TAG_PROVIDER_PORT} (log in ${TAG_PROVIDER_LOG})..."
+"${BIN_DIR}/admitkit-tagprovider" --listen="127.0.0.1:${TAG_PROVIDER_PORT}" --provider-file="${TAG_PROVIDER_FILE}" \
+    --digest="nginx:1.27=nginx@sha256:6784fb0834aa7dbbe12e3d7471e69c290df3e6ba810dc38b34ae33d3c1c05f7d" \
+    --digest="redis:7=redis@sha256:f8f0ba6a4d1a1d2b9e1d4c2a9f5e8b3c7d6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c" \
+    >"${TAG_PROVIDER_LOG}" 2>&1 &
+PROVIDER_PIDS+=($!)
+for _ in $(seq 50); do
+    [[ -s "${TAG_PROVIDER_FILE}" ]] && break
+    sleep 0.1
+done
+if [[ ! -s "${TAG_PROVIDER_FILE}" ]]; then
+    echo "the tag-to-digest provider did not start; see ${TAG_PROVIDER_LOG}" >&2
+    exit 1
+fi
+
 K="${KUBECTL#"${ROOT}/"} --kubeconfig=${ADMIN_KUBECONFIG#"${ROOT}/"}"
 N="${KUBECTL#"${ROOT}/"} --kubeconfig=${NODE_KUBECONFIG#"${ROOT}/"}"
 AUDIT_LOG="${DATA_DIR#"${ROOT}/"}/audit.log"
@@ -279,6 +304,15 @@ admitkit-apiserver is ready. From ${ROOT}, try:
   ${K} run probe -n shop --image=nginx:1.27 --dry-run=server -o jsonpath='{.spec.containers[0].securityContext}{"\n"}'
   # ...and a broken one is refused with 422 Invalid, naming spec.location
   ${K} apply -f hack/examples/live-assign-broken.yaml
+
+  # External data: Gatekeeper's tag-to-digest Assign and its Provider, unchanged; the
+  # provider is the one local-up started on 127.0.0.1:${TAG_PROVIDER_PORT}
+  ${K} apply -f ${TAG_PROVIDER_FILE#"${ROOT}/"}
+  ${K} apply -f hack/examples/tag-to-digest.yaml
+  ${K} run pinned -n shop --image=nginx:1.27 --dry-run=server -o jsonpath='{.spec.containers[0].image}{"\n"}'
+  # a tag the provider does not know is refused (failurePolicy: Fail)
+  ${K} run unpinned -n shop --image=busybox:1.36 --dry-run=server
+  ${K} delete -f hack/examples/tag-to-digest.yaml
 
   # NodeRestriction, as ${NODE_NAME}: it registers itself and sets its own label...
   ${N} apply -f hack/examples/node.yaml

@@ -67,20 +67,39 @@ type TagProvider struct {
 	held  int
 }
 
-// StartTagProvider serves table (tag -> pinned image) until the test ends.
+// StartTagProvider serves table (tag -> pinned image) on 127.0.0.1 until
+// the test ends.
 func StartTagProvider(t testing.TB, table map[string]string) *TagProvider {
 	t.Helper()
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	tp, err := ServeTagProvider("127.0.0.1:0", table)
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tp.Close() })
+	return tp
+}
+
+// ServeTagProvider serves table on addr, which must be on 127.0.0.0/8,
+// with a certificate authority of its own, until Close.
+func ServeTagProvider(addr string, table map[string]string) (*TagProvider, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("the tag provider listens on loopback addresses only, not %q", addr)
+	}
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(host, []net.IP{net.ParseIP(host)}, nil)
+	if err != nil {
+		return nil, err
 	}
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	tp := &TagProvider{table: table, url: "https://" + l.Addr().String() + "/resolve", ca: certPEM}
 	tp.server = &http.Server{
@@ -89,9 +108,11 @@ func StartTagProvider(t testing.TB, table map[string]string) *TagProvider {
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
 	}
 	go func() { _ = tp.server.ServeTLS(l, "", "") }()
-	t.Cleanup(func() { _ = tp.server.Close() })
-	return tp
+	return tp, nil
 }
+
+// Close stops the provider.
+func (tp *TagProvider) Close() error { return tp.server.Close() }
 
 // URL is where the provider answers.
 func (tp *TagProvider) URL() string { return tp.url }

@@ -140,7 +140,7 @@ func TestManifestsFitExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append(files, "../../../../../hack/examples/mutators.yaml", "../../../../../hack/examples/admission-config.yaml")
+	files = append(files, "../../../../../hack/examples/mutators.yaml", "../../../../../hack/examples/admission-config.yaml", "../../../../../hack/examples/tag-to-digest.yaml")
 	var mutators []map[string]any
 	for _, f := range files {
 		data, err := os.ReadFile(f)
