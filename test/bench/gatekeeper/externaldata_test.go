@@ -203,6 +203,9 @@ func TestExternalDataSameResult(t *testing.T) {
 				if g, o := podImageList(gkPod), podImageList(ourPod); !slices.Equal(g, o) {
 					t.Errorf("images: Gatekeeper %v, ours %v", g, o)
 				}
+				if got := podImageList(ourPod)[0]; got != table["nginx:1.27"] {
+					t.Errorf("nginx:1.27 became %s, want it pinned", got)
+				}
 			})
 		}
 	}
