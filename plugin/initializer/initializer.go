@@ -14,9 +14,19 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package initializer hands admission plugins the settings.k8s.io informer
-// factory, the way k8s.io/apiserver's own initializer hands them the
-// Kubernetes one.
+// Package initializer holds the admission plugin initializers a
+// kube-apiserver build adds for admitkit's plugins, the way
+// k8s.io/apiserver's own initializer hands plugins the Kubernetes informers
+// and clients:
+//
+//   - New hands the settings.k8s.io informer factory to the plugins that
+//     want it (WantsSettingsInformerFactory; PodPreset, which otherwise
+//     watches presets through the loopback dynamic client);
+//   - NewServerIdentity hands the server's identity to the plugins that
+//     write status keyed by it (WantsServerIdentity; LocationMutator's
+//     status.byPod entries), so that several apiservers sharing one etcd
+//     each keep their own entry. Without it a plugin uses the identity
+//     kube-apiserver gives itself by default, derived from the host name.
 package initializer
 
 import (

@@ -19,8 +19,28 @@ limitations under the License.
 // inside kube-apiserver, on CREATE and UPDATE of any resource, built-in or
 // custom, so that no webhook hop can drop a mutation.
 //
-// The mutators come from the plugin's AdmissionConfiguration entry (see
-// apis/v1alpha1). Bad mutators and conflicting ones stop start-up.
+// Mutators come from two places. The plugin's AdmissionConfiguration entry
+// (see apis/v1alpha1, read by LoadConfiguration) lists them inline or in
+// files; bad mutators and conflicting ones stop start-up. With
+// watchMutators, the plugin also watches the mutators stored in the API
+// (mutations.gatekeeper.sh, the CRDs of package crds) and runs them beside
+// the configured ones, following every change without a restart; until
+// its first list is in, it refuses writes with an error clients retry, and
+// it reports each mutator's state in the
+// mutator's status.byPod, under this server's identity. Writes of the
+// mutators themselves are never changed or refused.
+//
+// A mutator's mode (the locationmutator.admission.admitkit.io/mode
+// annotation) is Enforce by default. One in Warn or Audit mode changes
+// nothing: it is tried on a copy of the object with the enforced ones, and
+// what it would have done is written in the UnenforcedAnnotationKey audit
+// annotation (and, for Warn, sent to the client as a warning).
+//
+// Every request whose object the mutators changed gets the AnnotationKey
+// audit annotation listing them (ReinvocationAnnotationKey when
+// kube-apiserver reinvokes the plugin), and with mutationAnnotations the
+// object gets Gatekeeper's gatekeeper.sh/mutations and
+// gatekeeper.sh/mutation-id annotations.
 package locationmutator
 
 import (
@@ -78,7 +98,7 @@ func Register(plugins *admission.Plugins) {
 
 // newConfiguredPlugin is the plugin of a configuration.
 func newConfiguredPlugin(config io.Reader) (*Plugin, error) {
-	cfg, err := ReadConfiguration(config)
+	cfg, err := LoadConfiguration(config)
 	if err != nil {
 		return nil, err
 	}
@@ -152,10 +172,6 @@ func NewPlugin(system *mutation.System) *Plugin {
 	return p
 }
 
-// System returns the mutators requests run now, or nil while the live
-// mutators are not known yet.
-func (p *Plugin) System() *mutation.System { return p.current.Load() }
-
 // needsNamespaces reports whether a namespaceSelector may have to be
 // evaluated: some static mutator has one, or a live one may.
 func (p *Plugin) needsNamespaces() bool {
@@ -172,10 +188,6 @@ func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactor
 	p.namespaceLister = nsInformer.Lister()
 	p.SetReadyFunc(nsInformer.Informer().HasSynced)
 }
-
-// SetNamespaceLister sets the Namespace lister directly, for servers (and
-// tests) without a shared informer factory.
-func (p *Plugin) SetNamespaceLister(l corev1listers.NamespaceLister) { p.namespaceLister = l }
 
 // SetExternalKubeClientSet takes the client the live source records its
 // Events with.

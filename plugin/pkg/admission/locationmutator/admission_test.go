@@ -197,7 +197,7 @@ spec:
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	_ = idx.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "prod", Labels: map[string]string{"tier": "gold"}}})
 	_ = idx.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "dev"}})
-	p.SetNamespaceLister(corev1listers.NewNamespaceLister(idx))
+	p.namespaceLister = corev1listers.NewNamespaceLister(idx)
 	if err := p.ValidateInitialization(); err != nil {
 		t.Fatal(err)
 	}
@@ -270,8 +270,8 @@ func TestGatekeeperShapedManifests(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := newTestPlugin(t, "apiVersion: locationmutator.admission.admitkit.io/v1alpha1\nkind: Configuration\nmutatorFiles: ["+abs+"]\n")
-	if p.System().Len() != 10 {
-		t.Fatalf("%d mutators loaded", p.System().Len())
+	if p.current.Load().Len() != 10 {
+		t.Fatalf("%d mutators loaded", p.current.Load().Len())
 	}
 	pod := threeContainerPod()
 	pod.Name, pod.Namespace = "web-1", "shop"
@@ -327,7 +327,7 @@ func TestAdmitTypedMatchesUnstructured(t *testing.T) {
 
 	pod := threeContainerPod()
 	target := typed.target(attrs(pod, podGVK, podGVR, "prod", "web", admission.Create, ""), pod)
-	if _, err := mutation.MutateTyped(typed.System().Candidates(podGVK, "CREATE"), pod.DeepCopy(), &target); err != nil {
+	if _, err := mutation.MutateTyped(typed.current.Load().Candidates(podGVK, "CREATE"), pod.DeepCopy(), &target); err != nil {
 		t.Fatalf("the ten mutators must run typed: %v", err)
 	}
 

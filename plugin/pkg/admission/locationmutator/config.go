@@ -29,9 +29,9 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
 
-// ReadConfiguration decodes the plugin configuration strictly. A nil reader
+// LoadConfiguration decodes the plugin configuration strictly. A nil reader
 // or an empty document gives an empty Configuration (no mutators).
-func ReadConfiguration(r io.Reader) (*v1alpha1.Configuration, error) {
+func LoadConfiguration(r io.Reader) (*v1alpha1.Configuration, error) {
 	cfg := &v1alpha1.Configuration{}
 	data, err := strictdecode.Read(r)
 	if err != nil {

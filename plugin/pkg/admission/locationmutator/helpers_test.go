@@ -82,7 +82,7 @@ spec:
 // systemFromConfig builds the system of a configuration as the plugin's
 // factory does.
 func systemFromConfig(r io.Reader) (*mutation.System, error) {
-	cfg, err := ReadConfiguration(r)
+	cfg, err := LoadConfiguration(r)
 	if err != nil {
 		return nil, err
 	}

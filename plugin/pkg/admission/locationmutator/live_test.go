@@ -166,7 +166,7 @@ func (f *liveFixture) eventually(what string, cond func() bool) {
 
 func (f *liveFixture) waitSynced() {
 	f.t.Helper()
-	f.eventually("the live mutators are read", func() bool { return f.plugin.System() != nil })
+	f.eventually("the live mutators are read", func() bool { return f.plugin.current.Load() != nil })
 }
 
 // entry returns this server's status entry on a mutator object.
@@ -347,7 +347,7 @@ spec:
 			f.eventually("a Warning Event on "+tc.name, func() bool { return events.has(tc.name, "MutatorNotEnforced") })
 		})
 	}
-	if got := f.plugin.System().Len(); got != 3 {
+	if got := f.plugin.current.Load().Len(); got != 3 {
 		t.Fatalf("system runs %d mutators, want static-pull, always-pull and never-pull", got)
 	}
 }

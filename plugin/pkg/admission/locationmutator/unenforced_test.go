@@ -294,13 +294,13 @@ func TestUnenforcedReportedOnce(t *testing.T) {
 func TestUnenforcedConfig(t *testing.T) {
 	_, err := systemFromConfig(strings.NewReader(config(inMode(pullAlways, "DryRun"))))
 	if err == nil || !strings.Contains(err.Error(), `Assign "always-pull": metadata.annotations[locationmutator.admission.admitkit.io/mode]: Unsupported value: "DryRun"`) {
-		t.Fatalf("NewSystemFromConfig: %v, want the mode annotation named", err)
+		t.Fatalf("systemFromConfig: %v, want the mode annotation named", err)
 	}
 	// A Warn mutator still takes part in the conflict check.
 	asMap := strings.Replace(strings.Replace(pullAlways, "always-pull", "as-map", 1), "spec.containers[name:*].imagePullPolicy", "spec.containers.app.imagePullPolicy", 1)
 	_, err = systemFromConfig(strings.NewReader(config(inMode(pullAlways, mutation.ModeWarn), inMode(asMap, mutation.ModeAudit))))
 	if err == nil || !strings.Contains(err.Error(), "as-map") {
-		t.Fatalf("NewSystemFromConfig of two conflicting unenforced mutators: %v, want the conflict", err)
+		t.Fatalf("systemFromConfig of two conflicting unenforced mutators: %v, want the conflict", err)
 	}
 }
 
@@ -379,7 +379,7 @@ func TestUnenforcedCostsNothingOtherwise(t *testing.T) {
 	o := admission.NewObjectInterfacesFromScheme(testScheme(t))
 	pod := threeContainerPod()
 	a := attrs(pod, podGVK, podGVR, pod.Namespace, pod.Name, admission.Create, "")
-	if p.System().HasUnenforced() {
+	if p.current.Load().HasUnenforced() {
 		t.Fatal("a system of enforced mutators says it has unenforced ones")
 	}
 	allocs := testing.AllocsPerRun(100, func() {

@@ -26,9 +26,24 @@ limitations under the License.
 // duplicated, presets apply in name order, they are defaulted like the pod
 // before they are compared, a conflict is shown to whoever created the pod
 // (a warning and an Event), and a pod is never admitted without its presets
-// because the cache had not synced yet. Beyond upstream, a preset may pick
-// the containers it reaches and choose what a conflict does
-// (spec.conflictPolicy; all or nothing stays the default).
+// because the cache had not synced yet (until it has, pod creates are
+// refused with an error clients retry).
+//
+// Beyond upstream:
+//
+//   - targeting: spec.containers and spec.initContainers pick the
+//     containers a preset reaches, by name, or all but the named ones; a
+//     ClusterPodPreset's spec.namespaceSelector picks the namespaces it
+//     applies in;
+//   - policies: spec.conflictPolicy says what a conflict with the pod or
+//     another preset does: SkipAll (the default, upstream's all or
+//     nothing), PodWins, PresetWins, or Reject, which refuses the pod;
+//   - modes: spec.mode Enforce (the default) applies the preset; Warn and
+//     Audit change nothing, but try the preset on the pod with the
+//     enforced ones and record what it would have done in the
+//     UnenforcedAnnotationKey audit annotation (and, for Warn, in a
+//     warning to the client), so a preset can be tried before it is
+//     enforced.
 package podpreset
 
 import (

@@ -110,9 +110,9 @@ func (k listKey[T]) same(a, b *T) bool { return k.of(a) == k.of(b) }
 type list[T any] struct {
 	items func(*settingsv1alpha1.PodPresetSpec) []T
 	keys  []listKey[T]
-	// deepCopy gives the pod its own copy of an item: the preset's is
+	// deepCopyInto gives the pod its own copy of an item: the preset's is
 	// cached and shared by every pod it is merged into.
-	deepCopy func(*T) T
+	deepCopyInto func(in, out *T)
 }
 
 // conflict is a conflict that no preset's policy resolved: the pod gets
@@ -151,19 +151,7 @@ func mergeList[T any](o owner, original []T, presets []*preset, l list[T]) ([]T,
 	}
 	m := &merger[T]{o: o, l: l, presets: presets, base: original, merged: original, total: total}
 	m.placeEnforced()
-	// at[k] holds, for each value of key k, the first item of merged that
-	// has it: the one a linear search finds. Small lists are searched:
-	// most pods and presets have a handful of items, for which maps would
-	// cost more than they save.
-	if len(m.merged)+total > linearSearchMax {
-		m.at = make([]map[itemKey]int, len(l.keys))
-		for k, key := range l.keys {
-			m.at[k] = make(map[itemKey]int, len(m.merged)+total)
-			for j := range m.merged {
-				addIfAbsent(m.at[k], key.of(&m.merged[j]), j)
-			}
-		}
-	}
+	m.index()
 	for pi, p := range presets {
 		if !p.yields() && !p.enforces() {
 			m.add(pi)
@@ -193,10 +181,57 @@ type merger[T any] struct {
 	// tags[i] is the index of the preset that appended merged[len(base)+i];
 	// kept only when there are several presets.
 	tags []int32
+	// tagBuf holds the tags of a list of up to linearSearchMax items, so
+	// that short lists, most of them, allocate none: ntags of them.
+	tagBuf [linearSearchMax]int32
+	ntags  int
 	// own is true once merged no longer aliases the pod's slice.
-	own       bool
+	own bool
+	// at[k] holds, for each value of key k, the first item of merged that
+	// has it: the one a linear search finds. Lists of up to
+	// linearSearchMax items have no maps (most pods and presets have a
+	// handful of items, for which maps cost more than they save): they are
+	// searched through short, which holds their keys, short[k][j] being
+	// key k of merged[j], so a search calls no key function.
 	at        []map[itemKey]int
+	short     [maxKeys][linearSearchMax]itemKey
 	conflicts []conflict
+}
+
+// maxKeys is the most keys a list has (a mount has two).
+const maxKeys = 2
+
+// index indexes merged by every key.
+func (m *merger[T]) index() {
+	if len(m.merged)+m.total > linearSearchMax {
+		m.at = make([]map[itemKey]int, len(m.l.keys))
+		for k, key := range m.l.keys {
+			m.at[k] = make(map[itemKey]int, len(m.merged)+m.total)
+			for j := range m.merged {
+				addIfAbsent(m.at[k], key.of(&m.merged[j]), j)
+			}
+		}
+		return
+	}
+	for k, key := range m.l.keys {
+		for j := range m.merged {
+			m.short[k][j] = key.of(&m.merged[j])
+		}
+	}
+}
+
+// find returns the first item of merged whose key k is v.
+func (m *merger[T]) find(k int, v itemKey) (int, bool) {
+	if m.at != nil {
+		j, ok := m.at[k][v]
+		return j, ok
+	}
+	for j, have := range m.short[k][:len(m.merged)] {
+		if have == v {
+			return j, true
+		}
+	}
+	return 0, false
 }
 
 // source is the preset whose item merged[j] is, or nil for the pod's own.
@@ -207,10 +242,10 @@ func (m *merger[T]) source(j int) *preset {
 		}
 		return nil
 	}
-	if m.tags == nil {
+	if len(m.presets) == 1 {
 		return m.presets[0]
 	}
-	return m.presets[m.tags[j-len(m.base)]]
+	return m.presets[m.appendedBy()[j-len(m.base)]]
 }
 
 // append adds a copy of preset pi's item at the end of merged.
@@ -224,15 +259,28 @@ func (m *merger[T]) append(pi int, item *T) {
 	}
 	// No key of an appended item is in the maps yet (or it would have
 	// been a duplicate or a conflict).
-	for k, index := range m.at {
-		index[m.l.keys[k].of(item)] = len(m.merged)
-	}
-	m.merged = append(m.merged, m.l.deepCopy(item))
-	if len(m.presets) > 1 {
-		if m.tags == nil {
-			m.tags = make([]int32, 0, m.total)
+	// placeEnforced appends before index, which then reads every key.
+	for k, key := range m.l.keys {
+		switch {
+		case m.at != nil:
+			m.at[k][key.of(item)] = len(m.merged)
+		case len(m.merged) < linearSearchMax:
+			m.short[k][len(m.merged)] = key.of(item)
 		}
-		m.tags = append(m.tags, int32(pi))
+	}
+	n := len(m.merged)
+	m.merged = m.merged[:n+1]
+	m.l.deepCopyInto(item, &m.merged[n])
+	if len(m.presets) > 1 {
+		if m.total <= linearSearchMax {
+			m.tagBuf[m.ntags] = int32(pi)
+			m.ntags++
+		} else {
+			if m.tags == nil {
+				m.tags = make([]int32, 0, m.total)
+			}
+			m.tags = append(m.tags, int32(pi))
+		}
 	}
 }
 
@@ -242,39 +290,105 @@ func (m *merger[T]) add(pi int) {
 	items := m.l.items(&p.spec)
 	for i := range items {
 		item := &items[i]
-		duplicate, conflicting := false, false
+		var found sameKeys[T]
 		for k, key := range m.l.keys {
-			j, found := find(m.merged, m.at, k, key, key.of(item))
-			if !found {
+			if j, ok := m.find(k, key.of(item)); ok {
+				found[k] = sameKey[T]{item: &m.merged[j], at: j}
+			}
+		}
+		if p.yields() {
+			// Whatever is there, pod's or preset's, stays.
+			if found.any() {
 				continue
 			}
-			if p.yields() {
-				// Whatever is there, pod's or preset's, stays.
-				conflicting = true
-				break
-			}
-			if apiequality.Semantic.DeepEqual(m.merged[j], *item) {
-				duplicate = true
+		}
+		duplicate, differs := m.compare(item, &found)
+		for k, d := range differs {
+			if !d {
 				continue
 			}
-			conflicting = true
-			origin := m.source(j)
 			where := "in " + m.o.String()
 			reject := p.rejects()
-			if origin != nil {
+			if origin := m.source(found[k].at); origin != nil {
 				where = "from " + origin.String()
 				reject = reject || origin.rejects()
 			}
 			m.conflicts = append(m.conflicts, conflict{
-				err:    fmt.Errorf("%s: %s conflicts with the one %s", p, key.describe(item), where),
+				err:    fmt.Errorf("%s: %s conflicts with the one %s", p, m.l.keys[k].describe(item), where),
 				reject: reject,
 			})
 		}
-		if duplicate || conflicting {
+		if !duplicate && !differs.any() {
+			m.append(pi, item)
+		}
+	}
+}
+
+// sameKey is an item that has the same value of a key as the one merged,
+// and where it is; nil when there is none.
+type sameKey[T any] struct {
+	item *T
+	at   int
+}
+
+// sameKeys are the sameKey of every key of a list.
+type sameKeys[T any] [maxKeys]sameKey[T]
+
+func (s *sameKeys[T]) any() bool {
+	for _, k := range s {
+		if k.item != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// differing says, key by key, whether an item differs from the one that
+// has the same value of the key.
+type differing [maxKeys]bool
+
+func (d differing) any() bool { return d != differing{} }
+
+// compare checks item against the items found with the same keys: it is a
+// duplicate when one of them is equal to it, and conflicts with each one
+// that differs. The one rule of duplicates and conflicts for every phase
+// of the merge.
+func (m *merger[T]) compare(item *T, found *sameKeys[T]) (duplicate bool, differs differing) {
+	for k, f := range found {
+		if f.item == nil {
 			continue
 		}
-		m.append(pi, item)
+		if apiequality.Semantic.DeepEqual(*f.item, *item) {
+			duplicate = true
+		} else {
+			differs[k] = true
+		}
 	}
+	return duplicate, differs
+}
+
+// claim is an item of a PresetWins preset, to be put into the list.
+type claim[T any] struct {
+	pi     int
+	item   *T
+	placed bool
+}
+
+// claims are the items of PresetWins presets, by every key.
+type claims[T any] struct {
+	list  []claim[T]
+	byKey []map[itemKey]int
+}
+
+// sameKeys returns the claims that share a key with item.
+func (cs *claims[T]) sameKeys(keys []listKey[T], item *T) sameKeys[T] {
+	var found sameKeys[T]
+	for k, key := range keys {
+		if c, ok := cs.byKey[k][key.of(item)]; ok {
+			found[k] = sameKey[T]{item: cs.list[c].item, at: c}
+		}
+	}
+	return found
 }
 
 // placeEnforced puts the items of PresetWins presets into the list before
@@ -283,54 +397,60 @@ func (m *merger[T]) add(pi int) {
 // are appended. Two PresetWins presets that disagree cannot both win: a
 // conflict, as with presets that set no policy.
 func (m *merger[T]) placeEnforced() {
-	type claim struct {
-		pi     int
-		item   *T
-		placed bool
+	cs := m.claimEnforced()
+	if len(cs.list) == 0 {
+		return
 	}
-	var claims []claim
-	var byKey []map[itemKey]int
+	m.replaceClaimed(&cs)
+	for _, c := range cs.list {
+		if !c.placed {
+			m.append(c.pi, c.item)
+		}
+	}
+}
+
+// claimEnforced collects the items of PresetWins presets, leaving out
+// duplicates and reporting conflicts between them.
+func (m *merger[T]) claimEnforced() claims[T] {
+	var cs claims[T]
 	for pi, p := range m.presets {
 		if !p.enforces() {
 			continue
 		}
 		items := m.l.items(&p.spec)
 		for i := range items {
-			if byKey == nil {
-				byKey = make([]map[itemKey]int, len(m.l.keys))
-				for k := range byKey {
-					byKey[k] = map[itemKey]int{}
+			if cs.byKey == nil {
+				cs.byKey = make([]map[itemKey]int, len(m.l.keys))
+				for k := range cs.byKey {
+					cs.byKey[k] = map[itemKey]int{}
 				}
 			}
 			item := &items[i]
-			duplicate, conflicting := false, false
-			for k, key := range m.l.keys {
-				c, ok := byKey[k][key.of(item)]
-				if !ok {
-					continue
+			found := cs.sameKeys(m.l.keys, item)
+			duplicate, differs := m.compare(item, &found)
+			for k, d := range differs {
+				if d {
+					m.conflicts = append(m.conflicts, conflict{
+						err: fmt.Errorf("%s: %s conflicts with the one from %s", p, m.l.keys[k].describe(item), m.presets[cs.list[found[k].at].pi]),
+					})
 				}
-				if apiequality.Semantic.DeepEqual(*claims[c].item, *item) {
-					duplicate = true
-					continue
-				}
-				conflicting = true
-				m.conflicts = append(m.conflicts, conflict{
-					err: fmt.Errorf("%s: %s conflicts with the one from %s", p, key.describe(item), m.presets[claims[c].pi]),
-				})
 			}
-			if duplicate || conflicting {
+			if duplicate || differs.any() {
 				continue
 			}
 			for k, key := range m.l.keys {
-				byKey[k][key.of(item)] = len(claims)
+				cs.byKey[k][key.of(item)] = len(cs.list)
 			}
-			claims = append(claims, claim{pi: pi, item: item})
+			cs.list = append(cs.list, claim[T]{pi: pi, item: item})
 		}
 	}
-	if len(claims) == 0 {
-		return
-	}
+	return cs
+}
 
+// replaceClaimed puts each claim in the place of the first item of the pod
+// it shares a key with and differs from, and drops any further such item;
+// a claim equal to the pod's item leaves the pod's in place.
+func (m *merger[T]) replaceClaimed(cs *claims[T]) {
 	// base stays nil, and the pod's slice in use, until a pod item is
 	// replaced or dropped.
 	var base []T
@@ -339,13 +459,13 @@ func (m *merger[T]) placeEnforced() {
 		own := &m.base[j]
 		replacedBy := -1
 		for k, key := range m.l.keys {
-			c, ok := byKey[k][key.of(own)]
+			c, ok := cs.byKey[k][key.of(own)]
 			if !ok {
 				continue
 			}
-			if apiequality.Semantic.DeepEqual(*claims[c].item, *own) {
+			if apiequality.Semantic.DeepEqual(*cs.list[c].item, *own) {
 				// The pod has it already: it stays the pod's.
-				claims[c].placed = true
+				cs.list[c].placed = true
 				continue
 			}
 			if replacedBy < 0 {
@@ -365,20 +485,25 @@ func (m *merger[T]) placeEnforced() {
 		}
 		// The first pod item a claim meets gives it its place; any
 		// further one goes.
-		if !claims[replacedBy].placed {
-			claims[replacedBy].placed = true
-			placedBy[len(base)] = claims[replacedBy].pi
-			base = append(base, m.l.deepCopy(claims[replacedBy].item))
+		if c := &cs.list[replacedBy]; !c.placed {
+			c.placed = true
+			placedBy[len(base)] = c.pi
+			n := len(base)
+			base = base[:n+1]
+			m.l.deepCopyInto(c.item, &base[n])
 		}
 	}
 	if base != nil {
 		m.base, m.merged, m.placedBy, m.own = base, base, placedBy, true
 	}
-	for _, c := range claims {
-		if !c.placed {
-			m.append(c.pi, c.item)
-		}
+}
+
+// appendedBy returns the tags of the appended items.
+func (m *merger[T]) appendedBy() []int32 {
+	if m.total <= linearSearchMax {
+		return m.tagBuf[:m.ntags]
 	}
+	return m.tags
 }
 
 // sortAppended puts the appended items in preset order: each phase
@@ -386,11 +511,12 @@ func (m *merger[T]) placeEnforced() {
 // break it. A counting sort on the preset index keeps it linear and each
 // preset's items in their order.
 func (m *merger[T]) sortAppended() {
-	if m.tags == nil || slices.IsSorted(m.tags) {
+	tags := m.appendedBy()
+	if len(m.presets) == 1 || slices.IsSorted(tags) {
 		return
 	}
 	starts := make([]int, len(m.presets)+1)
-	for _, t := range m.tags {
+	for _, t := range tags {
 		starts[t+1]++
 	}
 	for i := 1; i < len(starts); i++ {
@@ -398,7 +524,7 @@ func (m *merger[T]) sortAppended() {
 	}
 	appended := m.merged[len(m.base):]
 	sorted := make([]T, len(appended))
-	for i, t := range m.tags {
+	for i, t := range tags {
 		sorted[starts[t]] = appended[i]
 		starts[t]++
 	}
@@ -409,21 +535,6 @@ func (m *merger[T]) sortAppended() {
 // it maps cost more than they save. Tests reach both sides through the size
 // of their lists.
 const linearSearchMax = 16
-
-// find returns the first item of merged whose key k is v, through at when
-// the merge indexed the list.
-func find[T any](merged []T, at []map[itemKey]int, k int, key listKey[T], v itemKey) (int, bool) {
-	if at != nil {
-		j, ok := at[k][v]
-		return j, ok
-	}
-	for j := range merged {
-		if key.of(&merged[j]) == v {
-			return j, true
-		}
-	}
-	return 0, false
-}
 
 func addIfAbsent(m map[itemKey]int, k itemKey, pos int) {
 	if _, ok := m[k]; !ok {
@@ -512,24 +623,24 @@ var (
 
 var (
 	envList = list[corev1.EnvVar]{
-		items:    func(s *settingsv1alpha1.PodPresetSpec) []corev1.EnvVar { return s.Env },
-		keys:     []listKey[corev1.EnvVar]{envKey},
-		deepCopy: func(e *corev1.EnvVar) (out corev1.EnvVar) { e.DeepCopyInto(&out); return out },
+		items:        func(s *settingsv1alpha1.PodPresetSpec) []corev1.EnvVar { return s.Env },
+		keys:         []listKey[corev1.EnvVar]{envKey},
+		deepCopyInto: (*corev1.EnvVar).DeepCopyInto,
 	}
 	envFromList = list[corev1.EnvFromSource]{
-		items:    func(s *settingsv1alpha1.PodPresetSpec) []corev1.EnvFromSource { return s.EnvFrom },
-		keys:     []listKey[corev1.EnvFromSource]{envFromKey},
-		deepCopy: func(e *corev1.EnvFromSource) (out corev1.EnvFromSource) { e.DeepCopyInto(&out); return out },
+		items:        func(s *settingsv1alpha1.PodPresetSpec) []corev1.EnvFromSource { return s.EnvFrom },
+		keys:         []listKey[corev1.EnvFromSource]{envFromKey},
+		deepCopyInto: (*corev1.EnvFromSource).DeepCopyInto,
 	}
 	volumeList = list[corev1.Volume]{
-		items:    func(s *settingsv1alpha1.PodPresetSpec) []corev1.Volume { return s.Volumes },
-		keys:     []listKey[corev1.Volume]{volumeKey},
-		deepCopy: func(v *corev1.Volume) (out corev1.Volume) { v.DeepCopyInto(&out); return out },
+		items:        func(s *settingsv1alpha1.PodPresetSpec) []corev1.Volume { return s.Volumes },
+		keys:         []listKey[corev1.Volume]{volumeKey},
+		deepCopyInto: (*corev1.Volume).DeepCopyInto,
 	}
 	mountList = list[corev1.VolumeMount]{
-		items:    func(s *settingsv1alpha1.PodPresetSpec) []corev1.VolumeMount { return s.VolumeMounts },
-		keys:     []listKey[corev1.VolumeMount]{mountNameKey, mountPathKey},
-		deepCopy: func(m *corev1.VolumeMount) (out corev1.VolumeMount) { m.DeepCopyInto(&out); return out },
+		items:        func(s *settingsv1alpha1.PodPresetSpec) []corev1.VolumeMount { return s.VolumeMounts },
+		keys:         []listKey[corev1.VolumeMount]{mountNameKey, mountPathKey},
+		deepCopyInto: (*corev1.VolumeMount).DeepCopyInto,
 	}
 )
 

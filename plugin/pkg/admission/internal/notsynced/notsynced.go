@@ -25,14 +25,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// RetryAfterSeconds is the Retry-After a refusal carries: a first list
+// retryAfterSeconds is the Retry-After a refusal carries: a first list
 // completes within about a second of the server starting to serve.
-const RetryAfterSeconds = 1
+const retryAfterSeconds = 1
 
 // Error returns the 503 Service Unavailable with message, which tells
-// clients to retry after RetryAfterSeconds.
+// clients to retry after retryAfterSeconds.
 func Error(message string) *apierrors.StatusError {
 	err := apierrors.NewServiceUnavailable(message)
-	err.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: RetryAfterSeconds}
+	err.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: retryAfterSeconds}
 	return err
 }

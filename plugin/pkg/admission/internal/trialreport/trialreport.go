@@ -35,8 +35,8 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/warnlimit"
 )
 
-// ModeWarn is the mode whose trials are also sent as warnings.
-const ModeWarn = "Warn"
+// modeWarn is the mode whose trials are also sent as warnings.
+const modeWarn = "Warn"
 
 // Trial is what enforcing one mutation would have done.
 type Trial struct {
@@ -75,7 +75,7 @@ func (r *Reporter) Report(ctx context.Context, a admission.Attributes, object st
 	for i, t := range trials {
 		r.Counter.WithLabelValues(t.Mode).Inc()
 		entries[i] = fmt.Sprintf("%s (%s) %s", t.Name, t.Mode, t.Effect)
-		if t.Mode == ModeWarn {
+		if t.Mode == modeWarn {
 			warnings.Add(t.Warning)
 		}
 	}

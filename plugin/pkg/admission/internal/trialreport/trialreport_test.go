@@ -55,7 +55,7 @@ func TestReport(t *testing.T) {
 
 	var trials []Trial
 	for i := range warnlimit.Max + 1 {
-		trials = append(trials, Trial{Name: fmt.Sprintf("w%d", i), Mode: ModeWarn, Effect: "would set x", Warning: func() string { return fmt.Sprintf("warning %d", i) }})
+		trials = append(trials, Trial{Name: fmt.Sprintf("w%d", i), Mode: modeWarn, Effect: "would set x", Warning: func() string { return fmt.Sprintf("warning %d", i) }})
 	}
 	trials = append(trials, Trial{Name: "a", Mode: "Audit", Effect: "would refuse it", Warning: func() string { t.Error("an Audit trial must send no warning"); return "" }})
 
