@@ -122,7 +122,7 @@ func (ps *providers) compile(data []byte) (*externaldata.Provider, error) {
 	}
 	p, errs := externaldata.Compile(obj, ps.cert)
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("Provider %q: %w", obj.Name, errs.ToAggregate())
+		return nil, fmt.Errorf("%s %q: %w", externaldatav1beta1.Kind, obj.Name, errs.ToAggregate())
 	}
 	return p, nil
 }
