@@ -195,3 +195,42 @@ func TestExternalDataConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkAdmitExternalData is a pod admitted through a tag-to-digest
+// Assign whose answers the cache holds (the steady state: no call), beside
+// the same Assign with a plain value in the same run.
+func BenchmarkAdmitExternalData(b *testing.B) {
+	tp := &tagProvider{}
+	srv := httptest.NewTLSServer(tp)
+	defer srv.Close()
+	bundle := base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
+	provider := "apiVersion: externaldata.gatekeeper.sh/v1beta1\nkind: Provider\nmetadata: {name: tag-to-digest}\nspec: {url: '" + srv.URL + "', timeout: 3, caBundle: " + bundle + "}"
+	valueAssign := strings.Replace(digestAssign, "externalData: {provider: tag-to-digest, dataSource: ValueAtLocation, failurePolicy: Fail}", "value: nginx@sha256:0a1b", 1)
+	o := admission.NewObjectInterfacesFromScheme(testScheme(b))
+	for _, bc := range []struct{ name, cfg string }{
+		{"value", config(valueAssign)},
+		{"externalData-cached", withProviders(config(digestAssign), provider)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			p, err := newConfiguredPlugin(strings.NewReader(bc.cfg))
+			if err != nil {
+				b.Fatal(err)
+			}
+			warm := threeContainerPod()
+			if err := p.Admit(context.Background(), attrs(warm, podGVK, podGVR, "prod", "web", admission.Create, ""), o); err != nil {
+				b.Fatal(err)
+			}
+			calls := len(tp.calls)
+			b.ReportAllocs()
+			for b.Loop() {
+				pod := threeContainerPod()
+				if err := p.Admit(context.Background(), attrs(pod, podGVK, podGVR, "prod", "web", admission.Create, ""), o); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if len(tp.calls) != calls {
+				b.Fatalf("%d calls during the loop, want the cache to answer", len(tp.calls)-calls)
+			}
+		})
+	}
+}
