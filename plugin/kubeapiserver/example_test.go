@@ -70,17 +70,6 @@ func ExampleOpenAPIDefinitions() {
 	// io.k8s.api.settings.v1alpha1.ClusterPodPreset true
 }
 
-// A server with PodPreset enabled but settings.k8s.io off would refuse every
-// pod create; CheckPodPresetServed stops it at start-up instead.
-func ExampleCheckPodPresetServed() {
-	resources := kubeapiserver.ResourceConfig(serverstorage.NewResourceConfig())
-	fmt.Println(kubeapiserver.CheckPodPresetServed([]string{"NodeRestriction"}, resources))
-	fmt.Println(kubeapiserver.CheckPodPresetServed([]string{"PodPreset"}, resources))
-	// Output:
-	// <nil>
-	// admission plugin PodPreset (--enable-admission-plugins) needs podpresets.settings.k8s.io served, which --runtime-config leaves off: add --runtime-config=settings.k8s.io/v1alpha1=true (with no settings.k8s.io/v1alpha1/podpresets=false), or leave PodPreset out of --enable-admission-plugins
-}
-
 // In a fork's NewConfig: New before BuildGenericConfig, Configure after it.
 // Its initializers join kube-apiserver's own admission initializers.
 func ExampleServer_Configure() {
@@ -104,23 +93,4 @@ func ExampleServer_Configure() {
 	fmt.Println(len(initializers), "initializers")
 	// Output:
 	// 2 initializers
-}
-
-// In a fork's CreateServerChain, once kube-apiserver's APIs exist and before
-// the aggregator is created (config is app.CompletedConfig there):
-//
-//	if err := config.Admitkit.Install(kubeAPIServer.ControlPlane.GenericAPIServer, config.KubeAPIs.ControlPlane.Generic,
-//		config.Options.Admission.GenericAdmission.EnablePlugins, crdAPIEnabled); err != nil {
-//		return nil, err
-//	}
-func ExampleServer_Install() {
-	var (
-		admitkit       *kubeapiserver.Server                      // from New, Configure run
-		server         *genericapiserver.GenericAPIServer         // kubeAPIServer.ControlPlane.GenericAPIServer
-		config         genericapiserver.CompletedConfig           // config.KubeAPIs.ControlPlane.Generic
-		enabledPlugins = []string{"PodPreset", "LocationMutator"} // --enable-admission-plugins, final
-	)
-	if err := admitkit.Install(server, config, enabledPlugins, true); err != nil {
-		fmt.Println(err)
-	}
 }

@@ -32,7 +32,7 @@ import (
 )
 
 // Post-start hooks Install adds; each appears in /readyz as
-// poststarthook/<name>.
+// poststarthook/<name>, and a server is not ready until each has run.
 const (
 	// PostStartHookMutatorCRDs installs the CRDs of the LocationMutator's
 	// mutator kinds.
@@ -46,12 +46,12 @@ const (
 // to is still starting.
 const hookRetryInterval = 100 * time.Millisecond
 
-// AddMutatorCRDsHook adds a post-start hook to server that creates the
+// addMutatorCRDsHook adds a post-start hook to server that creates the
 // mutator kinds' CRDs that are missing (a cluster with Gatekeeper's keeps
 // them), and the external data Provider's, and holds readiness until all
 // are served, so that a ready server takes `kubectl apply` of a mutator. Add it only when the server
 // chain serves customresourcedefinitions.
-func AddMutatorCRDsHook(server *genericapiserver.GenericAPIServer) error {
+func addMutatorCRDsHook(server *genericapiserver.GenericAPIServer) error {
 	return server.AddPostStartHook(PostStartHookMutatorCRDs, func(ctx genericapiserver.PostStartHookContext) error {
 		client, err := dynamic.NewForConfig(ctx.LoopbackClientConfig)
 		if err != nil {
@@ -75,11 +75,11 @@ func AddMutatorCRDsHook(server *genericapiserver.GenericAPIServer) error {
 	})
 }
 
-// AddBootstrapRolesHook adds a post-start hook to server that reconciles
+// addBootstrapRolesHook adds a post-start hook to server that reconciles
 // the PodPreset ClusterRoles (bootstrappolicy.ClusterRoles) at every start,
 // as kube-apiserver does its own bootstrap roles: the server is not ready
 // until they are in place, and a role someone changed gets its rules back.
-func AddBootstrapRolesHook(server *genericapiserver.GenericAPIServer) error {
+func addBootstrapRolesHook(server *genericapiserver.GenericAPIServer) error {
 	return server.AddPostStartHook(PostStartHookBootstrapRoles, func(ctx genericapiserver.PostStartHookContext) error {
 		client, err := rbacv1client.NewForConfig(ctx.LoopbackClientConfig)
 		if err != nil {

@@ -45,9 +45,9 @@ import (
 	settingsrest "github.com/admitkit/admitkit/registry/settings/rest"
 )
 
-// SettingsResync is how often the settings informers resync: the period
+// settingsResync is how often the settings informers resync: the period
 // kube-apiserver's own informers use.
-const SettingsResync = 10 * time.Minute
+const settingsResync = 10 * time.Minute
 
 // Options are what a kube-apiserver build hands admitkit. The struct grows
 // with new fields rather than New with new parameters, so a fork's call
@@ -133,11 +133,11 @@ func (s *Server) Configure(config *genericapiserver.Config) ([]admission.PluginI
 	if config.LoopbackClientConfig == nil {
 		return nil, errors.New("admitkit: the server config has no LoopbackClientConfig; call Configure after BuildGenericConfig")
 	}
-	client, err := NewSettingsClient(config.LoopbackClientConfig)
+	client, err := newSettingsClient(config.LoopbackClientConfig)
 	if err != nil {
 		return nil, err
 	}
-	s.settingsFactory = settingsinformers.NewSharedInformerFactory(client, SettingsResync)
+	s.settingsFactory = settingsinformers.NewSharedInformerFactory(client, settingsResync)
 	return []admission.PluginInitializer{
 		initializer.New(s.settingsFactory),
 		initializer.NewServerIdentity(config.APIServerID),
@@ -161,10 +161,10 @@ func (o Options) validate() error {
 	return nil
 }
 
-// NewSettingsClient returns a settings.k8s.io client for loopback, a
+// newSettingsClient returns a settings.k8s.io client for loopback, a
 // kube-apiserver's loopback config. That config asks for protobuf, which
 // settings.k8s.io does not speak, so the client sends and accepts JSON.
-func NewSettingsClient(loopback *rest.Config) (settingsclient.Interface, error) {
+func newSettingsClient(loopback *rest.Config) (settingsclient.Interface, error) {
 	config := rest.CopyConfig(loopback)
 	config.ContentType = runtime.ContentTypeJSON
 	config.AcceptContentTypes = runtime.ContentTypeJSON
@@ -178,40 +178,58 @@ func NewSettingsClient(loopback *rest.Config) (settingsclient.Interface, error) 
 // Install completes kube-apiserver's APIs server (the kube-apiserver's
 // GenericAPIServer, built from config) with admitkit's parts:
 //   - it refuses to start when PodPreset is among enabledPlugins but its
-//     resources are not served (CheckPodPresetServed);
+//     resources are not served;
 //   - it serves the settings.k8s.io/v1alpha1 resources --runtime-config
-//     turns on, stored as JSON (JSONStorage), and starts the settings
-//     informers once the server runs;
-//   - it reconciles the PodPreset ClusterRoles (AddBootstrapRolesHook) and,
-//     when crdAPIEnabled, installs the mutator CRDs (AddMutatorCRDsHook).
+//     turns on, stored in etcd as JSON, and starts the settings informers
+//     once the server runs;
+//   - it adds the post-start hooks that reconcile the PodPreset
+//     ClusterRoles (PostStartHookBootstrapRoles) and, when the server chain
+//     serves customresourcedefinitions, install the mutator CRDs
+//     (PostStartHookMutatorCRDs).
 //
 // Pass kube-apiserver's final list of enabled admission plugins
 // (options.Admission.GenericAdmission.EnablePlugins: building the admission
-// chain folds --admission-control into it) and whether
-// customresourcedefinitions are served. Call Configure first.
-func (s *Server) Install(server *genericapiserver.GenericAPIServer, config genericapiserver.CompletedConfig, enabledPlugins []string, crdAPIEnabled bool) error {
+// chain folds --admission-control into it). server must already delegate to
+// the apiextensions server, as CreateServerChain builds it. Call Configure
+// first.
+func (s *Server) Install(server *genericapiserver.GenericAPIServer, config genericapiserver.CompletedConfig, enabledPlugins []string) error {
 	if s.settingsFactory == nil {
 		return errors.New("admitkit: Server.Install needs Server.Configure to have run in NewConfig")
 	}
-	if err := CheckPodPresetServed(enabledPlugins, config.MergedResourceConfig); err != nil {
+	if err := checkPodPresetServed(enabledPlugins, config.MergedResourceConfig); err != nil {
 		return err
 	}
 	if err := s.installSettingsAPI(server, config); err != nil {
 		return err
 	}
-	if err := AddBootstrapRolesHook(server); err != nil {
+	if err := addBootstrapRolesHook(server); err != nil {
 		return err
 	}
-	if crdAPIEnabled {
-		return AddMutatorCRDsHook(server)
+	if servesCRDs(server) {
+		return addMutatorCRDsHook(server)
 	}
 	return nil
+}
+
+// crdVersionPath is where the apiextensions server serves
+// customresourcedefinitions, the only resource of its group version.
+const crdVersionPath = "/apis/apiextensions.k8s.io/v1"
+
+// servesCRDs says whether server's chain serves customresourcedefinitions.
+// kube-apiserver's APIs server delegates to the apiextensions server, which
+// installs apiextensions.k8s.io/v1 only when --runtime-config leaves the
+// resource on (a version without resources is not installed), and a
+// server's listed paths include its delegates'. The kube APIs' own resource
+// config does not know the group: the apiextensions server merges
+// --runtime-config into a config of its own.
+func servesCRDs(server *genericapiserver.GenericAPIServer) bool {
+	return slices.Contains(server.ListedPaths(), crdVersionPath)
 }
 
 // installSettingsAPI serves what --runtime-config enables of
 // settings.k8s.io/v1alpha1 and starts its informers after the server is up.
 func (s *Server) installSettingsAPI(server *genericapiserver.GenericAPIServer, config genericapiserver.CompletedConfig) error {
-	storage := JSONStorage(config.RESTOptionsGetter, s.opts.Codecs)
+	storage := storeAsJSON(config.RESTOptionsGetter, s.opts.Codecs)
 	info, err := settingsrest.NewAPIGroupInfo(s.opts.Scheme, s.opts.ParameterCodec, s.opts.Codecs, storage, config.MergedResourceConfig, s.opts.PodFields)
 	if err != nil {
 		return fmt.Errorf("settings.k8s.io storage: %w", err)
@@ -236,11 +254,11 @@ func (s *Server) installSettingsAPI(server *genericapiserver.GenericAPIServer, c
 // PostStartHookSettingsInformers starts the settings informer factory.
 const PostStartHookSettingsInformers = "admitkit-start-settings-informers"
 
-// CheckPodPresetServed refuses to start a server whose PodPreset plugin
+// checkPodPresetServed refuses to start a server whose PodPreset plugin
 // could never fill its cache because the resources it watches are not
 // served: it would answer every pod create with 503. The error names both
 // flags involved.
-func CheckPodPresetServed(enabledPlugins []string, resources serverstorage.APIResourceConfigSource) error {
+func checkPodPresetServed(enabledPlugins []string, resources serverstorage.APIResourceConfigSource) error {
 	if !slices.Contains(enabledPlugins, podpreset.PluginName) {
 		return nil
 	}
@@ -253,11 +271,11 @@ func CheckPodPresetServed(enabledPlugins []string, resources serverstorage.APIRe
 	return nil
 }
 
-// JSONStorage wraps a server's RESTOptionsGetter so that settings.k8s.io is
+// storeAsJSON wraps a server's RESTOptionsGetter so that settings.k8s.io is
 // stored in etcd as JSON (storage version v1alpha1), encoded with codecs.
 // kube-apiserver's storage factory encodes everything as protobuf, which our
 // types do not implement; every other group passes through unchanged.
-func JSONStorage(getter generic.RESTOptionsGetter, codecs serializer.CodecFactory) generic.RESTOptionsGetter {
+func storeAsJSON(getter generic.RESTOptionsGetter, codecs serializer.CodecFactory) generic.RESTOptionsGetter {
 	return jsonStorage{RESTOptionsGetter: getter, codecs: codecs}
 }
 

@@ -45,12 +45,12 @@ func (p protobufOnly) GetRESTOptions(resource schema.GroupResource, _ runtime.Ob
 	return generic.RESTOptions{StorageConfig: p.config.ForResource(resource)}, nil
 }
 
-func TestJSONStorage(t *testing.T) {
+func TestStoreAsJSON(t *testing.T) {
 	scheme := runtime.NewScheme()
 	AddToScheme(scheme)
 	codecs := serializer.NewCodecFactory(scheme)
 	upstream := &storagebackend.Config{Codec: runtime.NoopEncoder{}, Prefix: "/registry"}
-	getter := JSONStorage(protobufOnly{upstream}, codecs)
+	getter := storeAsJSON(protobufOnly{upstream}, codecs)
 
 	t.Run("settings.k8s.io is stored as v1alpha1 JSON", func(t *testing.T) {
 		opts, err := getter.GetRESTOptions(schema.GroupResource{Group: settings.GroupName, Resource: "podpresets"}, &settings.PodPreset{})
@@ -121,7 +121,7 @@ func TestConfigureNamesMissingOptions(t *testing.T) {
 }
 
 func TestInstallNeedsConfigure(t *testing.T) {
-	err := New(Options{}).Install(nil, genericapiserver.CompletedConfig{}, nil, false)
+	err := New(Options{}).Install(nil, genericapiserver.CompletedConfig{}, nil)
 	if err == nil || !strings.Contains(err.Error(), "Configure") {
 		t.Fatalf("Install error = %v, want one saying Configure must run first", err)
 	}
@@ -136,7 +136,7 @@ func TestNewSettingsClientSpeaksJSON(t *testing.T) {
 	}))
 	defer server.Close()
 	loopback := &rest.Config{Host: server.URL, ContentConfig: rest.ContentConfig{ContentType: runtime.ContentTypeProtobuf}}
-	client, err := NewSettingsClient(loopback)
+	client, err := newSettingsClient(loopback)
 	if err != nil {
 		t.Fatal(err)
 	}

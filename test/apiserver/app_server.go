@@ -69,7 +69,7 @@ func CreateServerChain(config CompletedConfig) (*aggregatorapiserver.APIAggregat
 	if err != nil {
 		return nil, err
 	}
-	if err := config.Admitkit.Install(kubeAPIServer.ControlPlane.GenericAPIServer, config.KubeAPIs.ControlPlane.Generic, config.Options.Admission.GenericAdmission.EnablePlugins, crdAPIEnabled); err != nil { // admitkit
+	if err := config.Admitkit.Install(kubeAPIServer.ControlPlane.GenericAPIServer, config.KubeAPIs.ControlPlane.Generic, config.Options.Admission.GenericAdmission.EnablePlugins); err != nil { // admitkit
 		return nil, err // admitkit
 	} // admitkit
 

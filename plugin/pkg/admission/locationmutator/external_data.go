@@ -103,19 +103,26 @@ func (p *Plugin) requestExternal(xr externalRequest) *mutation.External {
 }
 
 // mergeResults adds a later round's result to the earlier ones': the
-// mutators that changed the object in either, in run order, and the
-// passes of both.
+// mutators that changed the object, and those that reached their
+// location, in either, in run order, and the passes of both.
 func mergeResults(candidates []*mutation.Mutator, all, res mutation.Result) mutation.Result {
-	for _, id := range res.Applied {
-		if !slices.Contains(all.Applied, id) {
-			all.Applied = append(all.Applied, id)
-		}
-	}
-	slices.SortStableFunc(all.Applied, func(x, y mutation.ID) int {
-		return runIndex(candidates, x) - runIndex(candidates, y)
-	})
+	all.Applied = unionInRunOrder(candidates, all.Applied, res.Applied)
+	all.Reached = unionInRunOrder(candidates, all.Reached, res.Reached)
 	all.Passes += res.Passes
 	return all
+}
+
+// unionInRunOrder adds the IDs of add missing from ids, sorted in run order.
+func unionInRunOrder(candidates []*mutation.Mutator, ids, add []mutation.ID) []mutation.ID {
+	for _, id := range add {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortStableFunc(ids, func(x, y mutation.ID) int {
+		return runIndex(candidates, x) - runIndex(candidates, y)
+	})
+	return ids
 }
 
 func runIndex(candidates []*mutation.Mutator, id mutation.ID) int {

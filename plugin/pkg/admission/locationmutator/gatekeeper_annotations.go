@@ -31,14 +31,17 @@ import (
 // The annotations Gatekeeper writes with --mutation-annotations, which the
 // configuration's mutationAnnotations turns on here.
 const (
-	// MutationsAnnotation lists the mutators that changed the object.
+	// MutationsAnnotation lists the mutators that reached their location in
+	// a pass that changed the object (mutation.Result.Reached), as
+	// Gatekeeper lists them: a mutator whose value was already there is
+	// named beside the one that changed the object.
 	MutationsAnnotation = "gatekeeper.sh/mutations"
 	// MutationIDAnnotation identifies the admission that changed it.
 	MutationIDAnnotation = "gatekeeper.sh/mutation-id"
 )
 
 // annotateMutations writes both annotations on an object the mutators
-// changed, in Gatekeeper's format: each mutator as
+// changed, naming res.Reached in Gatekeeper's format: each mutator as
 // "<Kind>/<namespace>/<name>:<generation>" (mutators are cluster-scoped, so
 // the namespace is empty), sorted and without repeats, joined by ", ";
 // and a new UUID.
@@ -47,8 +50,8 @@ func annotateMutations(obj runtime.Object, res mutation.Result, candidates []*mu
 	if err != nil {
 		return fmt.Errorf("annotating the mutated object: %w", err)
 	}
-	names := make([]string, 0, len(res.Applied))
-	for _, id := range res.Applied {
+	names := make([]string, 0, len(res.Reached))
+	for _, id := range res.Reached {
 		var generation int64
 		if i := slices.IndexFunc(candidates, func(m *mutation.Mutator) bool { return m.ID() == id }); i >= 0 {
 			generation = candidates[i].Generation()

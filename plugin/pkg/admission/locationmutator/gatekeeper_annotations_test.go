@@ -42,6 +42,23 @@ func TestGatekeeperMutationAnnotations(t *testing.T) {
 		pod.Labels["owner"] = "platform"
 		return pod
 	}
+	// Gatekeeper names every mutator that reached its location in a pass
+	// that changed the object: the Assign that finds Always already set is
+	// named beside the AssignMetadata that added the label; an
+	// AssignMetadata whose label is there never reaches it (its location
+	// must not exist), so it is not named beside the Assign.
+	pulling := func() runtime.Object {
+		pod := threeContainerPod()
+		for i := range pod.Spec.Containers {
+			pod.Spec.Containers[i].ImagePullPolicy = corev1.PullAlways
+		}
+		return pod
+	}
+	owned := func() runtime.Object {
+		pod := threeContainerPod()
+		pod.Labels["owner"] = "platform"
+		return pod
+	}
 	cases := []struct {
 		name    string
 		enabled bool
@@ -54,6 +71,10 @@ func TestGatekeeperMutationAnnotations(t *testing.T) {
 			want: "Assign//always-pull:0, AssignMetadata//owner:3"},
 		{name: "unstructured pod", enabled: true, obj: func(tb testing.TB) runtime.Object { return asUnstructured(tb, mutated()) },
 			want: "Assign//always-pull:0, AssignMetadata//owner:3"},
+		{name: "a mutator finding its value already there", enabled: true, obj: func(testing.TB) runtime.Object { return pulling() },
+			want: "Assign//always-pull:0, AssignMetadata//owner:3"},
+		{name: "a label already there", enabled: true, obj: func(testing.TB) runtime.Object { return owned() },
+			want: "Assign//always-pull:0"},
 		{name: "nothing changed", enabled: true, obj: func(testing.TB) runtime.Object { return unchanged() }},
 		{name: "off by default", obj: func(testing.TB) runtime.Object { return mutated() }},
 	}

@@ -65,7 +65,7 @@ func compileAssignField(f mutationsv1.AssignField, p *field.Path, listElement bo
 
 // valueFor is what the assignment writes into an object with that
 // metadata.
-func (a assignment) valueFor(md Metadata) any {
+func (a assignment) valueFor(md requestMeta) any {
 	i := 0
 	switch a.fromMetadata {
 	case "namespace":
@@ -82,7 +82,7 @@ func (a assignment) valueFor(md Metadata) any {
 
 // write sets the value unless it is there already. A null value is never
 // written where nothing is.
-func (a assignment) write(m *Mutator, s slot, exists bool, md Metadata) (effect, error) {
+func (a assignment) write(m *Mutator, s slot, exists bool, md requestMeta) (effect, error) {
 	if a.external != nil {
 		return a.external.write(m, s, exists, md)
 	}
@@ -128,8 +128,8 @@ func (a assignOp) writeElement(m *Mutator, l list, j int) (effect, error) {
 	return e, nil
 }
 
-// NewAssign validates an Assign and returns its mutator.
-func NewAssign(a *mutationsv1.Assign) (*Mutator, field.ErrorList) {
+// newAssign validates an Assign and returns its mutator.
+func newAssign(a *mutationsv1.Assign) (*Mutator, field.ErrorList) {
 	m, errs := newMutator(mutationsv1.KindAssign, a.Name, a.Spec.Location, endRule{keepKey: true})
 	m.generation = a.Generation
 	vp := field.NewPath("spec", "parameters", "assign")

@@ -60,7 +60,7 @@ func (a assignImageOp) summary(where string) string {
 	return fmt.Sprintf("set the image at %s to %s", where, strings.Join(parts, ", "))
 }
 
-func (a assignImageOp) write(m *Mutator, s slot, exists bool, _ Metadata) (effect, error) {
+func (a assignImageOp) write(m *Mutator, s slot, exists bool, _ requestMeta) (effect, error) {
 	cur := ""
 	if exists {
 		var ok bool
@@ -80,8 +80,8 @@ func (a assignImageOp) write(m *Mutator, s slot, exists bool, _ Metadata) (effec
 	return e, nil
 }
 
-// NewAssignImage validates an AssignImage and returns its mutator.
-func NewAssignImage(a *mutationsv1alpha1.AssignImage) (*Mutator, field.ErrorList) {
+// newAssignImage validates an AssignImage and returns its mutator.
+func newAssignImage(a *mutationsv1alpha1.AssignImage) (*Mutator, field.ErrorList) {
 	m, errs := newMutator(mutationsv1.KindAssignImage, a.Name, a.Spec.Location, endRule{listEnd: "must end in the field holding the image, not in a list selector", keepKey: true})
 	m.generation = a.Generation
 	pp := a.Spec.Parameters

@@ -31,8 +31,8 @@ type assignMetadataOp struct{ assignment }
 // AssignMetadata applies to every kind and has no applyTo.
 func (assignMetadataOp) endType() impliedType { return impliedType{} }
 
-// NewAssignMetadata validates an AssignMetadata and returns its mutator.
-func NewAssignMetadata(a *mutationsv1.AssignMetadata) (*Mutator, field.ErrorList) {
+// newAssignMetadata validates an AssignMetadata and returns its mutator.
+func newAssignMetadata(a *mutationsv1.AssignMetadata) (*Mutator, field.ErrorList) {
 	m := &Mutator{id: ID{Kind: mutationsv1.KindAssignMetadata, Name: a.Name}, generation: a.Generation}
 	errs := validateName(a.Name, nil)
 	m.location, errs = parseLocation(a.Spec.Location, errs)

@@ -33,13 +33,13 @@ func BenchmarkAssign(b *testing.B) {
 		always := assign(b, "a", loc, "foo")
 		never := assign(b, "a", loc, "foo", "MustNotExist "+loc)
 		mutated := map[string]any{}
-		if _, err := always.Mutate(mutated, Metadata{}); err != nil {
+		if _, err := always.mutate(mutated, requestMeta{}); err != nil {
 			b.Fatal(err)
 		}
 		b.Run(fmt.Sprintf("always/depth-%d", depth), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := always.Mutate(mutated, Metadata{}); err != nil {
+				if _, err := always.mutate(mutated, requestMeta{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -47,7 +47,7 @@ func BenchmarkAssign(b *testing.B) {
 		b.Run(fmt.Sprintf("never/depth-%d", depth), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := never.Mutate(mutated, Metadata{}); err != nil {
+				if _, err := never.mutate(mutated, requestMeta{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -55,7 +55,7 @@ func BenchmarkAssign(b *testing.B) {
 		b.Run(fmt.Sprintf("create/depth-%d", depth), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := always.Mutate(map[string]any{}, Metadata{}); err != nil {
+				if _, err := always.mutate(map[string]any{}, requestMeta{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -74,7 +74,7 @@ spec:
 	b.Run("always", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := m.Mutate(map[string]any{}, Metadata{}); err != nil {
+			if _, err := m.mutate(map[string]any{}, requestMeta{}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -83,7 +83,7 @@ spec:
 	b.Run("never", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := m.Mutate(existing, Metadata{}); err != nil {
+			if _, err := m.mutate(existing, requestMeta{}); err != nil {
 				b.Fatal(err)
 			}
 		}

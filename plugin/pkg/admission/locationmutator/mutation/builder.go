@@ -39,7 +39,7 @@ type Builder struct {
 	byID map[ID]*Mutator
 	// bound holds, per binding, the mutators that name it, and anyKind
 	// those without applyTo, in run order.
-	bound   map[Binding]btree.Tree[*Mutator]
+	bound   map[binding]btree.Tree[*Mutator]
 	anyKind btree.Tree[*Mutator]
 	// namespaceSelectors counts the mutators with a namespaceSelector.
 	namespaceSelectors int
@@ -60,16 +60,10 @@ type Builder struct {
 func NewBuilder() *Builder {
 	return &Builder{
 		byID:    map[ID]*Mutator{},
-		bound:   map[Binding]btree.Tree[*Mutator]{},
+		bound:   map[binding]btree.Tree[*Mutator]{},
 		implied: map[string]map[impliedType]int{},
 	}
 }
-
-// Len is the number of mutators.
-func (b *Builder) Len() int { return len(b.byID) }
-
-// Has reports whether a mutator of that kind and name is in.
-func (b *Builder) Has(id ID) bool { _, ok := b.byID[id]; return ok }
 
 // Add puts m in, replacing the mutator of its kind and name if there is
 // one.
@@ -201,7 +195,7 @@ func (b *Builder) System() *System {
 }
 
 // setList sets the candidates of a binding in a System being made.
-func (s *System) setList(bind Binding, c *candidates) {
+func (s *System) setList(bind binding, c *candidates) {
 	kinds := s.byKind[bind.GVK.Kind]
 	i := slices.IndexFunc(kinds, func(k kindLists) bool { return k.gvk == bind.GVK })
 	if i < 0 {

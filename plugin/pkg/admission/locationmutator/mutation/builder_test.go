@@ -91,7 +91,7 @@ func checkSnapshot(t *testing.T, s snapshot, values map[*Mutator]string) {
 		for _, op := range []string{OperationCreate, OperationUpdate} {
 			var cands []*Mutator
 			for _, m := range want {
-				if m.Bindings() == nil || slices.Contains(m.Bindings(), Binding{GVK: gvk, Operation: op}) {
+				if m.bindings == nil || slices.Contains(m.bindings, binding{GVK: gvk, Operation: op}) {
 					cands = append(cands, m)
 				}
 			}
@@ -111,7 +111,7 @@ func checkSnapshot(t *testing.T, s snapshot, values map[*Mutator]string) {
 		switch {
 		case m.ID().Kind == "AssignMetadata":
 			wantLabels[strings.TrimPrefix(m.Location().String(), "metadata.labels.")] = "x"
-		case slices.Contains(m.Bindings(), Binding{GVK: podTarget().GVK, Operation: OperationCreate}):
+		case slices.Contains(m.bindings, binding{GVK: podTarget().GVK, Operation: OperationCreate}):
 			wantSpec[strings.TrimPrefix(m.Location().String(), "spec.")] = values[m]
 		}
 	}

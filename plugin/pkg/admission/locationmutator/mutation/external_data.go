@@ -189,7 +189,7 @@ func (x *External) noteWritten(provider, value string) {
 // requester's name. Without an answer yet it writes nothing; a failed
 // answer is decided by the failure policy: Fail refuses the object,
 // Ignore keeps the key as the value, UseDefault writes the default.
-func (r *externalRef) write(m *Mutator, s slot, exists bool, md Metadata) (effect, error) {
+func (r *externalRef) write(m *Mutator, s slot, exists bool, md requestMeta) (effect, error) {
 	key := md.external.usernameOr("")
 	if !r.fromUsername {
 		key = ""

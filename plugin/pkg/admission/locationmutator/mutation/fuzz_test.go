@@ -18,7 +18,12 @@ package mutation
 
 import (
 	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,7 +79,7 @@ func fuzzValue(s *bytesSource, depth int) any {
 		if depth > 2 {
 			return true
 		}
-		var l []any
+		l := []any{} // as JSON decodes []: a mutator's values only come from JSON
 		for i := s.next(3); i > 0; i-- {
 			l = append(l, fuzzValue(s, depth+1))
 		}
@@ -115,15 +120,15 @@ func fuzzMutator(s *bytesSource, i int) *Mutator {
 	var m *Mutator
 	switch s.next(4) {
 	case 0:
-		m, _ = NewAssign(&mutationsv1.Assign{ObjectMeta: meta, Spec: mutationsv1.AssignSpec{ApplyTo: fuzzApplyTo, Location: loc,
+		m, _ = newAssign(&mutationsv1.Assign{ObjectMeta: meta, Spec: mutationsv1.AssignSpec{ApplyTo: fuzzApplyTo, Location: loc,
 			Parameters: mutationsv1.AssignParameters{PathTests: tests, Assign: mutationsv1.AssignField{Value: &mutationsv1.Value{Value: fuzzValue(s, 0)}}}}})
 	case 1:
 		m = fuzzModifySet(s, meta, fuzzApplyTo, loc, tests, func() any { return fuzzValue(s, 1) })
 	case 2:
-		m, _ = NewAssignImage(&mutationsv1alpha1.AssignImage{ObjectMeta: meta, Spec: mutationsv1.AssignImageSpec{ApplyTo: fuzzApplyTo, Location: loc,
+		m, _ = newAssignImage(&mutationsv1alpha1.AssignImage{ObjectMeta: meta, Spec: mutationsv1.AssignImageSpec{ApplyTo: fuzzApplyTo, Location: loc,
 			Parameters: mutationsv1.AssignImageParameters{PathTests: tests, AssignDomain: []string{"", "r.io"}[s.next(2)], AssignTag: ":v1"}}})
 	default:
-		m, _ = NewAssignMetadata(&mutationsv1.AssignMetadata{ObjectMeta: meta, Spec: mutationsv1.AssignMetadataSpec{Location: "metadata.labels." + fuzzNames[s.next(len(fuzzNames))],
+		m, _ = newAssignMetadata(&mutationsv1.AssignMetadata{ObjectMeta: meta, Spec: mutationsv1.AssignMetadataSpec{Location: "metadata.labels." + fuzzNames[s.next(len(fuzzNames))],
 			Parameters: mutationsv1.MetadataParameters{Assign: mutationsv1.AssignField{Value: &mutationsv1.Value{Value: "v"}}}}})
 	}
 	return m
@@ -140,16 +145,45 @@ func fuzzModifySet(s *bytesSource, meta metav1.ObjectMeta, applyTo []mutationsv1
 	if s.next(2) == 0 {
 		op = mutationsv1.OperationPrune
 	}
-	m, _ := NewModifySet(&mutationsv1.ModifySet{ObjectMeta: meta, Spec: mutationsv1.ModifySetSpec{ApplyTo: applyTo, Location: loc,
+	m, _ := newModifySet(&mutationsv1.ModifySet{ObjectMeta: meta, Spec: mutationsv1.ModifySetSpec{ApplyTo: applyTo, Location: loc,
 		Parameters: mutationsv1.ModifySetParameters{PathTests: tests, Operation: op, Values: mutationsv1.Values{FromList: vals}}}})
 	return m
 }
 
+// FuzzSystem loads random mutators and runs them over a random object.
+// NewSystem may refuse them only for a conflict, and Mutate fail only for
+// a rule a test can see in the object: a value of another shape where the
+// location goes on (checked against the object as the walk left it), an
+// image or a set that is not one, or two mutators fighting. An object that
+// converged stays put on the next run. The seeds must reach mutations: a
+// Mutate that refused or skipped everything would pass the rest.
 func FuzzSystem(f *testing.F) {
-	for _, seed := range []string{"", "\x00\x01\x02\x03", "\x05\x04\x03\x02\x01\x00\x07\x08", strings.Repeat("\x01\x02", 40), strings.Repeat("\x03\x00\x05", 40)} {
+	seeds := []string{"", "\x00\x01\x02\x03", "\x05\x04\x03\x02\x01\x00\x07\x08", strings.Repeat("\x01\x02", 40), strings.Repeat("\x03\x00\x05", 40)}
+	rng := rand.New(rand.NewPCG(31, 33))
+	for range 60 {
+		seed := make([]byte, 96)
+		for i := range seed {
+			seed[i] = byte(rng.UintN(256))
+		}
+		seeds = append(seeds, string(seed))
+	}
+	for _, seed := range seeds {
 		f.Add([]byte(seed))
 	}
+	var inputs, mutated atomic.Int64
+	f.Cleanup(func() {
+		// Only the seeds, in a plain go test, are counted: a fuzzing
+		// worker sees a part of the inputs.
+		if fuzzing := flag.Lookup("test.fuzz"); fuzzing != nil && fuzzing.Value.String() != "" {
+			return
+		}
+		f.Logf("%d of %d inputs mutated their object", mutated.Load(), inputs.Load())
+		if inputs.Load() == int64(len(seeds)) && mutated.Load() < inputs.Load()/4 {
+			f.Errorf("only %d of %d seeds mutated their object: the oracle checks too little", mutated.Load(), inputs.Load())
+		}
+	})
 	f.Fuzz(func(t *testing.T, data []byte) {
+		inputs.Add(1)
 		s := &bytesSource{b: data}
 		var ms []*Mutator
 		for i := s.next(6); i >= 0; i-- {
@@ -159,7 +193,10 @@ func FuzzSystem(f *testing.F) {
 		}
 		sys, err := NewSystem(ms)
 		if err != nil {
-			return // a conflict, refused at load
+			if conflict := (*ConflictError)(nil); !errors.As(err, &conflict) {
+				t.Fatalf("NewSystem refused the mutators for no conflict: %v", err)
+			}
+			return
 		}
 		o, _ := fuzzValue(s, 0).(map[string]any)
 		if o == nil {
@@ -168,12 +205,13 @@ func FuzzSystem(f *testing.F) {
 		target := podTarget()
 		target.Labels = labels.Set{}
 		cands := sys.Candidates(target.GVK, OperationCreate)
-		_, err = Mutate(cands, o, target)
+		res, err := Mutate(cands, o, target)
 		if err != nil {
-			if errors.Is(err, ErrNotConverging) {
-				t.Logf("reported: %v", err)
-			}
+			explainError(t, err, cands, o)
 			return
+		}
+		if res.Mutated() {
+			mutated.Add(1)
 		}
 		// Converged objects stay put.
 		before := deepCopyJSON(o)
@@ -184,4 +222,91 @@ func FuzzSystem(f *testing.F) {
 			t.Fatalf("a converged object changed on the next admission:\nbefore %v\nafter  %v", before, o)
 		}
 	})
+}
+
+// mismatchError is the walker's error for a value of another shape than
+// the location's next node needs.
+var mismatchError = regexp.MustCompile(`^(.+) expects (an object|a list|list elements that are objects), the object has (.+)$`)
+
+// explainError fails t unless err is one a rule explains, for the object
+// o as the failed Mutate left it.
+func explainError(t *testing.T, err error, cands []*Mutator, o map[string]any) {
+	t.Helper()
+	if errors.Is(err, ErrNotConverging) {
+		if len(cands) < 2 {
+			t.Fatalf("one mutator cannot fight itself: %v", err)
+		}
+		return
+	}
+	msg := strings.TrimPrefix(err.Error(), "Pod default/web: ")
+	for _, m := range cands {
+		prefix := fmt.Sprintf("%s %q: ", m.id, m.location.String())
+		rest, ok := strings.CutPrefix(msg, prefix)
+		if !ok {
+			continue
+		}
+		loc := m.location.String()
+		switch sub := mismatchError.FindStringSubmatch(rest); {
+		case sub != nil:
+			at, err := path.Parse(sub[1])
+			if err != nil || !path.HasPrefix(m.location, at) {
+				t.Fatalf("%v: %q is not a prefix of the location", err, sub[1])
+			}
+			want := map[string]string{"a list": "a list"}[sub[2]]
+			if want == "" {
+				want = "an object"
+			}
+			for _, v := range append(valuesAt(o, at.Nodes), createdKey(at.Nodes)...) {
+				if got := jsonTypeName(v); got == sub[3] && got != want {
+					return
+				}
+			}
+			t.Fatalf("%v: nothing at %s in %v is %s", err, sub[1], o, sub[3])
+		case m.id.Kind == mutationsv1.KindAssignImage && strings.HasPrefix(rest, "the image at "+loc+" is ") && strings.HasSuffix(rest, ", not a string"),
+			m.id.Kind == mutationsv1.KindModifySet && strings.HasPrefix(rest, loc+" is ") && strings.HasSuffix(rest, ", not a list of values, so it cannot be treated as a set"):
+			return
+		}
+	}
+	t.Fatalf("an error no rule explains: %v", err)
+}
+
+// createdKey is, for nodes ending in `[k: v].k`, the v of the element the
+// walker creates (and drops when nothing below it can be written): a
+// location that goes on below its own key field.
+func createdKey(nodes []path.Node) []any {
+	if len(nodes) < 2 {
+		return nil
+	}
+	l, isList := nodes[len(nodes)-2].(path.List)
+	o, isObject := nodes[len(nodes)-1].(path.Object)
+	if !isList || !isObject || l.Glob || l.KeyField != o.Reference {
+		return nil
+	}
+	return []any{l.KeyValue}
+}
+
+// valuesAt is every value the nodes lead to in o: a glob goes into every
+// element, a keyed selector into those whose key holds its value.
+func valuesAt(o any, nodes []path.Node) []any {
+	if len(nodes) == 0 {
+		return []any{o}
+	}
+	var out []any
+	switch n := nodes[0].(type) {
+	case path.Object:
+		if m, ok := o.(map[string]any); ok {
+			if v, ok := m[n.Reference]; ok {
+				out = valuesAt(v, nodes[1:])
+			}
+		}
+	case path.List:
+		l, _ := o.([]any)
+		for _, e := range l {
+			if m, ok := e.(map[string]any); !n.Glob && (!ok || fmt.Sprint(m[n.KeyField]) != fmt.Sprint(n.KeyValue)) {
+				continue
+			}
+			out = append(out, valuesAt(e, nodes[1:])...)
+		}
+	}
+	return out
 }

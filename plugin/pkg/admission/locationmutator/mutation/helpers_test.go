@@ -103,7 +103,7 @@ spec:
 
 func runOnce(t testing.TB, m *Mutator, o map[string]any) (bool, error) {
 	t.Helper()
-	return m.Mutate(o, Metadata{Namespace: "default", Name: "web"})
+	return m.mutate(o, requestMeta{Namespace: "default", Name: "web"})
 }
 
 func equalYAML(t testing.TB, got map[string]any, want string) {

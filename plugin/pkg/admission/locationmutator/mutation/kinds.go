@@ -48,10 +48,10 @@ func (k Kind) GVR() schema.GroupVersionResource {
 
 // Kinds are the mutator kinds, in kind order (the run order's first key).
 var Kinds = []Kind{
-	{mutationsv1.KindAssign, []string{"v1", "v1beta1", "v1alpha1"}, "assign", decodeAs(NewAssign)},
-	{mutationsv1.KindAssignImage, []string{"v1alpha1"}, "assignimage", decodeAs(NewAssignImage)},
-	{mutationsv1.KindAssignMetadata, []string{"v1", "v1beta1", "v1alpha1"}, "assignmetadata", decodeAs(NewAssignMetadata)},
-	{mutationsv1.KindModifySet, []string{"v1", "v1beta1", "v1alpha1"}, "modifyset", decodeAs(NewModifySet)},
+	{mutationsv1.KindAssign, []string{"v1", "v1beta1", "v1alpha1"}, "assign", decodeAs(newAssign)},
+	{mutationsv1.KindAssignImage, []string{"v1alpha1"}, "assignimage", decodeAs(newAssignImage)},
+	{mutationsv1.KindAssignMetadata, []string{"v1", "v1beta1", "v1alpha1"}, "assignmetadata", decodeAs(newAssignMetadata)},
+	{mutationsv1.KindModifySet, []string{"v1", "v1beta1", "v1alpha1"}, "modifyset", decodeAs(newModifySet)},
 }
 
 // kindNamed returns the kind called name.

@@ -45,26 +45,26 @@ const (
 	ModeAudit Mode = "Audit"
 )
 
-// Modes are the values ModeAnnotation takes.
-var Modes = []Mode{ModeEnforce, ModeWarn, ModeAudit}
+// modes are the values ModeAnnotation takes.
+var modes = []Mode{ModeEnforce, ModeWarn, ModeAudit}
 
 // modePath is where a bad mode is reported.
 var modePath = field.NewPath("metadata", "annotations").Key(ModeAnnotation)
 
 // parseMode reads the mode from a mutator object's annotations. A value
-// that is set but not one of Modes is an error, never Enforce: a typo in
+// that is set but not one of modes is an error, never Enforce: a typo in
 // "Warn" must not make a trial mutator change every object it matches.
 func parseMode(annotations map[string]string) (Mode, *field.Error) {
 	v, ok := annotations[ModeAnnotation]
 	if !ok {
 		return ModeEnforce, nil
 	}
-	for _, m := range Modes {
+	for _, m := range modes {
 		if v == string(m) {
 			return m, nil
 		}
 	}
-	return "", field.NotSupported(modePath, v, Modes)
+	return "", field.NotSupported(modePath, v, modes)
 }
 
 // withMode sets the mode of a mutator decoded from obj, or adds the

@@ -50,7 +50,7 @@ func (o modifySetOp) summary(where string) string {
 	return fmt.Sprintf("add %s to the list at %s", strings.Join(parts, ", "), where)
 }
 
-func (o modifySetOp) write(m *Mutator, s slot, exists bool, _ Metadata) (effect, error) {
+func (o modifySetOp) write(m *Mutator, s slot, exists bool, _ requestMeta) (effect, error) {
 	if !exists && (o.prune || len(o.values.values) == 0) {
 		return effect{}, nil
 	}
@@ -68,10 +68,10 @@ func (o modifySetOp) write(m *Mutator, s slot, exists bool, _ Metadata) (effect,
 	return e, nil
 }
 
-// NewModifySet validates a ModifySet and returns its mutator. Its key field
+// newModifySet validates a ModifySet and returns its mutator. Its key field
 // may be the last node (`[name: x].name` as a set is odd but converges), as
 // in Gatekeeper.
-func NewModifySet(s *mutationsv1.ModifySet) (*Mutator, field.ErrorList) {
+func newModifySet(s *mutationsv1.ModifySet) (*Mutator, field.ErrorList) {
 	m, errs := newMutator(mutationsv1.KindModifySet, s.Name, s.Spec.Location, endRule{listEnd: "must end in a field holding the list, not in a list selector"})
 	m.generation = s.Generation
 	var op modifySetOp

@@ -28,8 +28,8 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
 
-// MaxNameLength is the longest mutator name Gatekeeper accepts.
-const MaxNameLength = 63
+// maxNameLength is the longest mutator name Gatekeeper accepts.
+const maxNameLength = 63
 
 // Operations a mutator can be bound to. The apiserver spells them the same
 // way (admission.Create, admission.Update).
@@ -58,8 +58,8 @@ func (id ID) less(o ID) bool {
 	return id.Name < o.Name
 }
 
-// Binding is one (group/version/kind, operation) a mutator applies to.
-type Binding struct {
+// binding is one (group/version/kind, operation) a mutator applies to.
+type binding struct {
 	GVK       schema.GroupVersionKind
 	Operation string
 }
@@ -78,7 +78,7 @@ type Mutator struct {
 	// there are no tests.
 	conds    []mutationsv1.Condition
 	matcher  *match.Matcher
-	bindings []Binding // nil for AssignMetadata, which applies to every kind
+	bindings []binding // nil for AssignMetadata, which applies to every kind
 	// slots are the types the location implies, for the conflict check.
 	slots []schemaSlot
 	op    operation
@@ -97,7 +97,7 @@ type Mutator struct {
 type operation interface {
 	// write changes the value at s, the end of the location; exists says
 	// whether s holds one.
-	write(m *Mutator, s slot, exists bool, md Metadata) (effect, error)
+	write(m *Mutator, s slot, exists bool, md requestMeta) (effect, error)
 	// endType is the type the kind implies for the value it writes.
 	endType() impliedType
 	// summary says in a few words, bounded in length, what it does at
@@ -145,10 +145,6 @@ func (m *Mutator) Mode() Mode {
 // Location returns the parsed spec.location.
 func (m *Mutator) Location() path.Path { return m.location }
 
-// Bindings returns what the mutator's applyTo expands to; nil means every
-// kind (AssignMetadata).
-func (m *Mutator) Bindings() []Binding { return m.bindings }
-
 // Matcher returns the compiled spec.match.
 func (m *Mutator) Matcher() *match.Matcher { return m.matcher }
 
@@ -157,8 +153,8 @@ func validateName(name string, errs field.ErrorList) field.ErrorList {
 	switch {
 	case name == "":
 		errs = append(errs, field.Required(p, ""))
-	case len(name) > MaxNameLength:
-		errs = append(errs, field.TooLong(p, name, MaxNameLength))
+	case len(name) > maxNameLength:
+		errs = append(errs, field.TooLong(p, name, maxNameLength))
 	}
 	return errs
 }
@@ -201,12 +197,12 @@ func changesListKey(p path.Path) bool {
 	return ok && l.KeyField == o.Reference
 }
 
-func compileApplyTo(applyTo []mutationsv1.ApplyTo, errs field.ErrorList) ([]Binding, field.ErrorList) {
+func compileApplyTo(applyTo []mutationsv1.ApplyTo, errs field.ErrorList) ([]binding, field.ErrorList) {
 	p := field.NewPath("spec", "applyTo")
 	if len(applyTo) == 0 {
 		return nil, append(errs, field.Required(p, "list the groups, versions and kinds the mutator changes"))
 	}
-	var out []Binding
+	var out []binding
 	for i, a := range applyTo {
 		ip := p.Index(i)
 		if len(a.Groups) == 0 {
@@ -224,7 +220,7 @@ func compileApplyTo(applyTo []mutationsv1.ApplyTo, errs field.ErrorList) ([]Bind
 			for _, v := range a.Versions {
 				for _, k := range a.Kinds {
 					for _, op := range ops {
-						b := Binding{GVK: schema.GroupVersionKind{Group: g, Version: v, Kind: k}, Operation: op}
+						b := binding{GVK: schema.GroupVersionKind{Group: g, Version: v, Kind: k}, Operation: op}
 						if !slices.Contains(out, b) {
 							out = append(out, b)
 						}

@@ -159,7 +159,7 @@ spec:
       fromMetadata: {field: namespace}
 `)
 	o := obj(t, `spec: {containers: [{name: a}]}`)
-	if _, err := m.Mutate(o, Metadata{Namespace: "prod", Name: "web"}); err != nil {
+	if _, err := m.mutate(o, requestMeta{Namespace: "prod", Name: "web"}); err != nil {
 		t.Fatal(err)
 	}
 	equalYAML(t, o, `spec: {containers: [{name: a, env: [{name: NAMESPACE, value: prod}]}]}`)
@@ -293,7 +293,7 @@ spec:
 // print as null, so they are missing values, and nothing may panic on them.
 func TestMutateNilContainers(t *testing.T) {
 	m := assign(t, "a", "spec.x.z", "1")
-	if _, err := m.Mutate(nil, Metadata{}); err == nil {
+	if _, err := m.mutate(nil, requestMeta{}); err == nil {
 		t.Fatal("a nil object has nowhere to write and must be an error")
 	}
 	o := map[string]any{"spec": map[string]any{"x": map[string]any(nil)}}

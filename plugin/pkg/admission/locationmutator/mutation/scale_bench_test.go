@@ -32,7 +32,7 @@ func modifySet(b *testing.B, location, op string, values []any) *Mutator {
 	for _, v := range values {
 		vs = append(vs, mutationsv1.Value{Value: v})
 	}
-	m, errs := NewModifySet(&mutationsv1.ModifySet{ObjectMeta: metav1.ObjectMeta{Name: "set"}, Spec: mutationsv1.ModifySetSpec{ApplyTo: fuzzApplyTo, Location: location,
+	m, errs := newModifySet(&mutationsv1.ModifySet{ObjectMeta: metav1.ObjectMeta{Name: "set"}, Spec: mutationsv1.ModifySetSpec{ApplyTo: fuzzApplyTo, Location: location,
 		Parameters: mutationsv1.ModifySetParameters{Operation: op, Values: mutationsv1.Values{FromList: vs}}}})
 	if len(errs) > 0 {
 		b.Fatal(errs)
@@ -59,14 +59,14 @@ func BenchmarkModifySetScale(b *testing.B) {
 		// leaves it as it is for the next round.
 		b.Run(fmt.Sprintf("merge/items-%d", n), func(b *testing.B) {
 			scalebench.PerItem(b, n, func() {
-				if changed, err := merge.Mutate(map[string]any{"spec": map[string]any{"args": list}}, Metadata{}); err != nil || !changed {
+				if changed, err := merge.mutate(map[string]any{"spec": map[string]any{"args": list}}, requestMeta{}); err != nil || !changed {
 					b.Fatal(changed, err)
 				}
 			})
 		})
 		b.Run(fmt.Sprintf("prune/items-%d", n), func(b *testing.B) {
 			scalebench.PerItem(b, n, func() {
-				if changed, err := prune.Mutate(map[string]any{"spec": map[string]any{"args": list}}, Metadata{}); err != nil || !changed {
+				if changed, err := prune.mutate(map[string]any{"spec": map[string]any{"args": list}}, requestMeta{}); err != nil || !changed {
 					b.Fatal(changed, err)
 				}
 			})
@@ -114,7 +114,7 @@ func BenchmarkKeyedListScale(b *testing.B) {
 			m := cases[name]
 			b.Run(fmt.Sprintf("%s/items-%d", name, n), func(b *testing.B) {
 				scalebench.PerItem(b, n, func() {
-					if changed, err := m.Mutate(o, Metadata{}); err != nil || changed {
+					if changed, err := m.mutate(o, requestMeta{}); err != nil || changed {
 						b.Fatal(changed, err)
 					}
 				})
@@ -144,7 +144,7 @@ func BenchmarkAssignMetadataScale(b *testing.B) {
 		target := podTarget()
 		b.Run(fmt.Sprintf("add/items-%d", n), func(b *testing.B) {
 			scalebench.PerItem(b, n, func() {
-				if changed, err := add.Mutate(o, Metadata{}); err != nil || !changed {
+				if changed, err := add.mutate(o, requestMeta{}); err != nil || !changed {
 					b.Fatal(changed, err)
 				}
 				delete(labels, "owner")
@@ -152,7 +152,7 @@ func BenchmarkAssignMetadataScale(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("present/items-%d", n), func(b *testing.B) {
 			scalebench.PerItem(b, n, func() {
-				if changed, err := present.Mutate(o, Metadata{}); err != nil || changed {
+				if changed, err := present.mutate(o, requestMeta{}); err != nil || changed {
 					b.Fatal(changed, err)
 				}
 			})
@@ -170,7 +170,7 @@ func BenchmarkAssignMetadataScale(b *testing.B) {
 }
 
 func assignMetadata(b *testing.B, location, value string) *Mutator {
-	m, errs := NewAssignMetadata(&mutationsv1.AssignMetadata{ObjectMeta: metav1.ObjectMeta{Name: location}, Spec: mutationsv1.AssignMetadataSpec{Location: location,
+	m, errs := newAssignMetadata(&mutationsv1.AssignMetadata{ObjectMeta: metav1.ObjectMeta{Name: location}, Spec: mutationsv1.AssignMetadataSpec{Location: location,
 		Parameters: mutationsv1.MetadataParameters{Assign: mutationsv1.AssignField{Value: &mutationsv1.Value{Value: value}}}}})
 	if len(errs) > 0 {
 		b.Fatal(errs)

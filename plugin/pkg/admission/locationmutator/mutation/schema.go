@@ -260,7 +260,7 @@ func FindConflicts(ms []*Mutator) []Conflict {
 	return out
 }
 
-func bindingString(b Binding) string {
+func bindingString(b binding) string {
 	if b.GVK.Group == "" {
 		return b.GVK.Version + "/" + b.GVK.Kind
 	}

@@ -241,6 +241,12 @@ type Result struct {
 	// Applied lists, in run order, every mutator that changed the object in
 	// some pass.
 	Applied []ID
+	// Reached lists, in run order, every mutator that reached the end of
+	// its location in a pass that changed the object, whether or not it
+	// changed the value there: the mutators Gatekeeper's
+	// gatekeeper.sh/mutations annotation names. It holds every one of
+	// Applied.
+	Reached []ID
 	// Passes is the number of passes run.
 	Passes int
 	// ExternalValues are the values written from external data providers'
@@ -276,7 +282,7 @@ func Mutate(candidates []*Mutator, obj map[string]any, t *match.Target) (Result,
 // object (MutateTyped).
 type mutable interface {
 	// apply runs m once.
-	apply(m *Mutator, md Metadata) (bool, error)
+	apply(m *Mutator, md requestMeta) (effect, error)
 	labels() labels.Labels
 	snapshot() (any, error)
 	// same compares the object with a snapshot, as JSON.
@@ -286,8 +292,8 @@ type mutable interface {
 // unstructuredRoot is an object in its unstructured form.
 type unstructuredRoot map[string]any
 
-func (o unstructuredRoot) apply(m *Mutator, md Metadata) (bool, error) {
-	return m.Mutate(o, md)
+func (o unstructuredRoot) apply(m *Mutator, md requestMeta) (effect, error) {
+	return m.mutateUnstructured(o, md)
 }
 func (o unstructuredRoot) labels() labels.Labels  { return labelsOf(o) }
 func (o unstructuredRoot) snapshot() (any, error) { return deepCopyJSON(map[string]any(o)), nil }
@@ -299,6 +305,7 @@ func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External) (Re
 	var (
 		res     Result
 		applied []int // indexes of the candidates that changed it, sorted: run order
+		reached []int // and of those that reached their location in a pass that changed it
 		matched int
 	)
 	for pass := 1; ; pass++ {
@@ -327,15 +334,15 @@ func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External) (Re
 			changed = !same
 		}
 		if !changed {
-			for _, i := range applied {
-				res.Applied = append(res.Applied, candidates[i].id)
-			}
+			res.Applied = idsOf(candidates, applied)
+			res.Reached = idsOf(candidates, reached)
 			if klog.V(5).Enabled() && res.Mutated() {
 				klog.InfoS("LocationMutator converged", "object", describe(t), "passes", pass, "applied", res.Applied)
 			}
 			return res, nil
 		}
 		applied = mergeIndexes(applied, p.changed)
+		reached = mergeIndexes(reached, p.reached)
 		if pass >= matched+1 {
 			return res, notConverging(candidates, p.changed, t, pass)
 		}
@@ -346,11 +353,12 @@ func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External) (Re
 type pass struct {
 	matched int   // how many candidates matched
 	changed []int // the candidates that changed the object, in run order
+	reached []int // those that reached their location (effect.reached)
 }
 
 func runPass(candidates []*Mutator, obj mutable, t *match.Target, ext *External) (pass, error) {
 	var p pass
-	md := Metadata{Namespace: t.Namespace, Name: t.Name, external: ext}.withValues()
+	md := requestMeta{Namespace: t.Namespace, Name: t.Name, external: ext}.withValues()
 	for i, m := range candidates {
 		ok, err := m.matcher.Matches(t)
 		if err != nil {
@@ -360,15 +368,30 @@ func runPass(candidates []*Mutator, obj mutable, t *match.Target, ext *External)
 			continue
 		}
 		p.matched++
-		c, err := obj.apply(m, md)
+		e, err := obj.apply(m, md)
 		if err != nil {
 			return p, fmt.Errorf("%s: %w", describe(t), err)
 		}
-		if c {
+		if e.changed {
 			p.changed = append(p.changed, i)
+		}
+		if e.reached {
+			p.reached = append(p.reached, i)
 		}
 	}
 	return p, nil
+}
+
+// idsOf names the candidates at indexes; nil for none.
+func idsOf(candidates []*Mutator, indexes []int) []ID {
+	if len(indexes) == 0 {
+		return nil
+	}
+	out := make([]ID, len(indexes))
+	for i, c := range indexes {
+		out[i] = candidates[c].id
+	}
+	return out
 }
 
 // mergeIndexes adds the sorted indexes add to the sorted set into.
@@ -396,30 +419,30 @@ func describe(t *match.Target) string {
 
 // labelsOf reads metadata.labels from an unstructured object without
 // copying it.
-func labelsOf(obj map[string]any) LabelMap {
+func labelsOf(obj map[string]any) labelMap {
 	md, _ := obj["metadata"].(map[string]any)
 	l, _ := md["labels"].(map[string]any)
-	return LabelMap(l)
+	return labelMap(l)
 }
 
-// LabelMap presents the labels of an unstructured object to a selector.
+// labelMap presents the labels of an unstructured object to a selector.
 // Values that are not strings read as missing.
-type LabelMap map[string]any
+type labelMap map[string]any
 
 // Has reports whether the label is set to a string.
-func (l LabelMap) Has(key string) bool {
+func (l labelMap) Has(key string) bool {
 	_, ok := l[key].(string)
 	return ok
 }
 
 // Get returns the label's value, or "".
-func (l LabelMap) Get(key string) string {
+func (l labelMap) Get(key string) string {
 	s, _ := l[key].(string)
 	return s
 }
 
 // Lookup returns the label's value and whether it is set.
-func (l LabelMap) Lookup(key string) (string, bool) {
+func (l labelMap) Lookup(key string) (string, bool) {
 	s, ok := l[key].(string)
 	return s, ok
 }

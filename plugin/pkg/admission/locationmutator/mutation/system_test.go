@@ -305,7 +305,7 @@ func TestSystemDuplicates(t *testing.T) {
 }
 
 func TestLabelMap(t *testing.T) {
-	l := LabelMap{"a": "b", "n": int64(1)}
+	l := labelMap{"a": "b", "n": int64(1)}
 	var _ labels.Labels = l
 	if !l.Has("a") || l.Has("n") || l.Get("a") != "b" {
 		t.Fatal("LabelMap misreads labels")

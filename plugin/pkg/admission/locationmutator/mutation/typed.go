@@ -71,7 +71,7 @@ type typedRoot struct {
 	accessor metav1.Object
 }
 
-func (o *typedRoot) apply(m *Mutator, md Metadata) (bool, error) {
+func (o *typedRoot) apply(m *Mutator, md requestMeta) (effect, error) {
 	o.root.sc.reset()
 	return m.run(o.root.sc.structs.put(o.root), md)
 }

@@ -221,7 +221,7 @@ func typedMutator(s *bytesSource, i int, deploy bool, prev *[2]any) *Mutator {
 		if s.next(4) == 1 {
 			field = mutationsv1.AssignField{FromMetadata: &mutationsv1.FromMetadata{Field: []string{"name", "namespace"}[s.next(2)]}}
 		}
-		m, _ = NewAssign(&mutationsv1.Assign{ObjectMeta: meta, Spec: mutationsv1.AssignSpec{ApplyTo: typedApplyTo, Location: loc,
+		m, _ = newAssign(&mutationsv1.Assign{ObjectMeta: meta, Spec: mutationsv1.AssignSpec{ApplyTo: typedApplyTo, Location: loc,
 			Parameters: mutationsv1.AssignParameters{PathTests: tests, Assign: field}}})
 	case 2:
 		m = fuzzModifySet(s, meta, typedApplyTo, loc, tests, func() any {
@@ -232,7 +232,7 @@ func typedMutator(s *bytesSource, i int, deploy bool, prev *[2]any) *Mutator {
 			return v
 		})
 	case 3:
-		m, _ = NewAssignImage(&mutationsv1alpha1.AssignImage{ObjectMeta: meta, Spec: mutationsv1.AssignImageSpec{ApplyTo: typedApplyTo, Location: loc,
+		m, _ = newAssignImage(&mutationsv1alpha1.AssignImage{ObjectMeta: meta, Spec: mutationsv1.AssignImageSpec{ApplyTo: typedApplyTo, Location: loc,
 			Parameters: mutationsv1.AssignImageParameters{PathTests: tests, AssignDomain: []string{"", "r.io"}[s.next(2)], AssignTag: []string{":v1", ""}[s.next(2)], AssignPath: []string{"", "lib/app"}[s.next(2)]}}})
 	default:
 		var field mutationsv1.AssignField
@@ -241,7 +241,7 @@ func typedMutator(s *bytesSource, i int, deploy bool, prev *[2]any) *Mutator {
 		} else {
 			field = mutationsv1.AssignField{Value: &mutationsv1.Value{Value: []string{"v", "", "platform"}[s.next(3)]}}
 		}
-		m, _ = NewAssignMetadata(&mutationsv1.AssignMetadata{ObjectMeta: meta, Spec: mutationsv1.AssignMetadataSpec{
+		m, _ = newAssignMetadata(&mutationsv1.AssignMetadata{ObjectMeta: meta, Spec: mutationsv1.AssignMetadataSpec{
 			Location:   "metadata." + []string{"labels", "annotations"}[s.next(2)] + "." + typedLabelNames[s.next(len(typedLabelNames))],
 			Parameters: mutationsv1.MetadataParameters{Assign: field}}})
 	}
@@ -358,22 +358,23 @@ type decodedEachTime struct {
 // errDecoding marks the model's refusal of an object the decoder refuses.
 var errDecoding = errors.New("the object does not decode")
 
-func (o *decodedEachTime) apply(m *Mutator, md Metadata) (bool, error) {
+func (o *decodedEachTime) apply(m *Mutator, md requestMeta) (effect, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o.obj)
 	if err != nil {
-		return false, err
+		return effect{}, err
 	}
 	before := deepCopyJSON(map[string]any(u))
-	if _, err := m.Mutate(u, md); err != nil {
-		return false, err
+	e, err := m.mutateUnstructured(u, md)
+	if err != nil {
+		return effect{}, err
 	}
 	out := reflect.New(reflect.TypeOf(o.obj).Elem())
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, out.Interface()); err != nil {
-		return false, fmt.Errorf("%w after %s: %v", errDecoding, m.id, err)
+		return effect{}, fmt.Errorf("%w after %s: %v", errDecoding, m.id, err)
 	}
 	reflect.ValueOf(o.obj).Elem().Set(out.Elem())
 	after, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o.obj)
-	return !jsonEqual(before, after), err
+	return effect{wrote: e.wrote, changed: !jsonEqual(before, after), reached: e.reached}, err
 }
 
 func (o *decodedEachTime) labels() labels.Labels {

@@ -21,8 +21,9 @@ import (
 	"sync"
 )
 
-// Metadata is what fromMetadata can read.
-type Metadata struct {
+// requestMeta is what a mutator may read of the request besides the
+// object: the namespace and name fromMetadata writes.
+type requestMeta struct {
 	Namespace string
 	Name      string
 	// values are Namespace and Name as the JSON values fromMetadata
@@ -34,17 +35,23 @@ type Metadata struct {
 }
 
 // withValues returns md with its JSON values made.
-func (md Metadata) withValues() Metadata {
+func (md requestMeta) withValues() requestMeta {
 	md.values = &[2]any{md.Namespace, md.Name}
 	return md
 }
 
-// Mutate applies m once to obj, an object in its unstructured form
+// mutate applies m once to obj, an object in its unstructured form
 // (map[string]any, as custom resources arrive), in place, and reports
 // whether any value really changed.
-func (m *Mutator) Mutate(obj map[string]any, md Metadata) (bool, error) {
+func (m *Mutator) mutate(obj map[string]any, md requestMeta) (bool, error) {
+	e, err := m.mutateUnstructured(obj, md)
+	return e.changed, err
+}
+
+// mutateUnstructured is mutate with the whole effect.
+func (m *Mutator) mutateUnstructured(obj map[string]any, md requestMeta) (effect, error) {
 	if obj == nil {
-		return false, fmt.Errorf("%s: the object is null, there is nothing to mutate", m.id)
+		return effect{}, fmt.Errorf("%s: the object is null, there is nothing to mutate", m.id)
 	}
 	sc := jsonScratches.Get().(*jsonScratch)
 	defer sc.release()

@@ -189,7 +189,7 @@ spec:
 `,
 	}
 	// The longest name Gatekeeper takes.
-	docs = append(docs, "apiVersion: mutations.gatekeeper.sh/v1\nkind: AssignMetadata\nmetadata: {name: "+strings.Repeat("n", MaxNameLength)+"}\nspec:\n  location: metadata.labels.x\n  parameters: {assign: {value: x}}\n")
+	docs = append(docs, "apiVersion: mutations.gatekeeper.sh/v1\nkind: AssignMetadata\nmetadata: {name: "+strings.Repeat("n", maxNameLength)+"}\nspec:\n  location: metadata.labels.x\n  parameters: {assign: {value: x}}\n")
 	for _, d := range docs {
 		if _, err := Decode([]byte(d)); err != nil {
 			t.Errorf("Decode: %v", err)

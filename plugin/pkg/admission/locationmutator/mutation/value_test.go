@@ -159,7 +159,7 @@ func checkKeysAndModifySet(t *testing.T, data []byte) {
 
 func checkModifySet(t *testing.T, values []mutationsv1.Value, list []any, exists bool) {
 	for _, op := range []string{mutationsv1.OperationMerge, mutationsv1.OperationPrune} {
-		m, errs := NewModifySet(&mutationsv1.ModifySet{ObjectMeta: metav1.ObjectMeta{Name: "set"}, Spec: mutationsv1.ModifySetSpec{ApplyTo: fuzzApplyTo, Location: "spec.list",
+		m, errs := newModifySet(&mutationsv1.ModifySet{ObjectMeta: metav1.ObjectMeta{Name: "set"}, Spec: mutationsv1.ModifySetSpec{ApplyTo: fuzzApplyTo, Location: "spec.list",
 			Parameters: mutationsv1.ModifySetParameters{Operation: op, Values: mutationsv1.Values{FromList: values}}}})
 		if len(errs) > 0 {
 			t.Fatal(errs)
@@ -172,7 +172,7 @@ func checkModifySet(t *testing.T, values []mutationsv1.Value, list []any, exists
 		}
 		// The walker reads a null list as missing.
 		want, wantChanged := referenceModifySet(m, deepCopyJSON(cur), exists && !isNull(cur))
-		gotChanged, err := m.Mutate(map[string]any{"spec": spec}, Metadata{})
+		gotChanged, err := m.mutate(map[string]any{"spec": spec}, requestMeta{})
 		got := spec["list"]
 		if err != nil {
 			t.Fatalf("%s: %v", op, err)

@@ -94,23 +94,27 @@ type list interface {
 // new parents and list elements are kept exactly then, as Gatekeeper keeps
 // them. changed is whether the object's JSON form is now different, which
 // is less for a typed object when the write is dropped or reads as before
-// (an empty string in an omitempty field, say).
+// (an empty string in an omitempty field, say). reached is whether the
+// walk came to the end of the location with every pathTest holding, which
+// is what Gatekeeper counts as a mutator having mutated (its
+// gatekeeper.sh/mutations annotation), whether or not the value changed.
 type effect struct {
-	wrote, changed bool
+	wrote, changed, reached bool
 }
 
-func (e effect) or(o effect) effect { return effect{e.wrote || o.wrote, e.changed || o.changed} }
+func (e effect) or(o effect) effect {
+	return effect{e.wrote || o.wrote, e.changed || o.changed, e.reached || o.reached}
+}
 
 // changedByWrite is the effect of a write that changed the object.
 var changedByWrite = effect{wrote: true, changed: true}
 
 // run applies m once below root.
-func (m *Mutator) run(root object, md Metadata) (bool, error) {
+func (m *Mutator) run(root object, md requestMeta) (effect, error) {
 	if len(m.nodes) == 0 {
-		return false, nil
+		return effect{}, nil
 	}
-	e, err := m.walkObject(root, 0, md)
-	return e.changed, err
+	return m.walkObject(root, 0, md)
 }
 
 // allowed applies the pathTest at depth i to whether a value exists there.
@@ -137,7 +141,7 @@ func (m *Mutator) fail(err error) error {
 }
 
 // walkObject applies nodes[i:] to o, node i being one of its members.
-func (m *Mutator) walkObject(o object, i int, md Metadata) (effect, error) {
+func (m *Mutator) walkObject(o object, i int, md requestMeta) (effect, error) {
 	n, ok := m.nodes[i].(path.Object)
 	if !ok {
 		// The parser never puts a list node first or after another one.
@@ -149,7 +153,9 @@ func (m *Mutator) walkObject(o object, i int, md Metadata) (effect, error) {
 		return effect{}, nil
 	}
 	if i == len(m.nodes)-1 {
-		return m.op.write(m, s, exists, md)
+		e, err := m.op.write(m, s, exists, md)
+		e.reached = true
+		return e, err
 	}
 	switch next := m.nodes[i+1].(type) {
 	case path.List:
@@ -177,7 +183,7 @@ func (m *Mutator) walkObject(o object, i int, md Metadata) (effect, error) {
 }
 
 // walkList applies nodes[i:] to l, node i selecting its elements.
-func (m *Mutator) walkList(l list, n path.List, i int, md Metadata) (effect, error) {
+func (m *Mutator) walkList(l list, n path.List, i int, md requestMeta) (effect, error) {
 	last := i == len(m.nodes)-1
 	if n.Glob {
 		// Every element exists, so MustNotExist never holds; and a glob
@@ -200,7 +206,9 @@ func (m *Mutator) walkList(l list, n path.List, i int, md Metadata) (effect, err
 		if !ok {
 			return effect{}, nil // validation refuses such a location
 		}
-		return w.writeElement(m, l, first)
+		e, err := w.writeElement(m, l, first)
+		e.reached = true
+		return e, err
 	case first < 0:
 		return m.appendElement(l, n, i, md)
 	}
@@ -209,7 +217,7 @@ func (m *Mutator) walkList(l list, n path.List, i int, md Metadata) (effect, err
 
 // walkElements walks below the elements from first on: every one, or
 // those with the key of sel.
-func (m *Mutator) walkElements(l list, first int, sel *path.List, i int, md Metadata) (effect, error) {
+func (m *Mutator) walkElements(l list, first int, sel *path.List, i int, md requestMeta) (effect, error) {
 	var e effect
 	for j := first; j < l.len(); j++ {
 		o, ok := l.elem(j)
@@ -256,18 +264,18 @@ func (m *Mutator) firstKeyed(l list, n path.List, i int, last bool) (int, error)
 
 // appendElement creates the element the selector names, `{key: value}`,
 // and keeps it only if the rest of the path wrote something into it.
-func (m *Mutator) appendElement(l list, n path.List, i int, md Metadata) (effect, error) {
+func (m *Mutator) appendElement(l list, n path.List, i int, md requestMeta) (effect, error) {
 	o, err := l.newElement(n.KeyField, n.KeyValue)
 	if err != nil {
 		return effect{}, m.fail(fmt.Errorf("%s cannot be created: %w", prefixString(m.location, i), err))
 	}
 	e, err := m.walkObject(o, i+1, md)
 	if !e.wrote || err != nil {
-		return effect{}, err
+		return effect{reached: e.reached}, err
 	}
 	appended, err := l.appendElement(o)
 	if err != nil {
 		return effect{}, m.fail(fmt.Errorf("%s: %w", prefixString(m.location, i-1), err))
 	}
-	return effect{wrote: true, changed: appended}, nil
+	return effect{wrote: true, changed: appended, reached: true}, nil
 }
