@@ -30,8 +30,8 @@ import (
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
-// digestOf is the pinned reference the tag providers answer for an image:
-// a table built from the container names the tests use.
+// digestTable is what a tag provider answers: for each container name,
+// framework.Pod's image for it pinned to a digest of fill characters.
 func digestTable(names []string, fill byte) map[string]string {
 	table := map[string]string{}
 	for _, n := range names {
