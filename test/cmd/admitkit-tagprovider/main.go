@@ -14,9 +14,9 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command admitkit-tagprovider is the test tag-to-digest provider of
-// test/integration/framework, served for hack/local-up.sh's walkthrough:
-// an external data provider in Gatekeeper's wire format, on a loopback
+// Command admitkit-tagprovider serves the tests' tag-to-digest provider
+// (test/integration/framework/tagprovider) for hack/local-up.sh's
+// walkthrough: an external data provider in Gatekeeper's wire format, on a loopback
 // address over HTTPS with a certificate authority of its own. It writes
 // the Provider object that names it (URL and caBundle) to --provider-file
 // and serves until it is stopped.
@@ -30,7 +30,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/admitkit/admitkit/test/integration/framework"
+	"github.com/admitkit/admitkit/test/integration/framework/tagprovider"
 )
 
 func main() {
@@ -53,7 +53,7 @@ func main() {
 		}
 		table[tag] = pinned
 	}
-	tp, err := framework.ServeTagProvider(*listen, table)
+	tp, err := tagprovider.Serve(*listen, table)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "admitkit-tagprovider: %v\n", err)
 		os.Exit(1)

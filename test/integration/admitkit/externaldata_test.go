@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/admitkit/admitkit/test/integration/framework"
+	"github.com/admitkit/admitkit/test/integration/framework/tagprovider"
 )
 
 // digestTable is what a tag provider answers: for each container name,
@@ -87,7 +88,7 @@ func podImages(pod *corev1.Pod) []string {
 	return out
 }
 
-func callCount(tp *framework.TagProvider) int { return len(tp.Calls()) }
+func callCount(tp *tagprovider.Provider) int { return len(tp.Calls()) }
 
 // TestExternalData is Gatekeeper's tag-to-digest mutation through the real
 // server: a Provider and Assigns applied with kubectl, each failure
@@ -97,7 +98,7 @@ func callCount(tp *framework.TagProvider) int { return len(tp.Calls()) }
 func TestExternalData(t *testing.T) {
 	requirePlugin(t, "LocationMutator")
 	names := []string{"app", "side", "m0", "m1", "m2", "m3", "m4", "s0", "s1", "s2", "s3"}
-	tp := framework.StartTagProvider(t, digestTable(names, 'a'))
+	tp := tagprovider.Start(t, digestTable(names, 'a'))
 	client := framework.KubeClient(t, server.AdminConfig())
 	policies := map[string]string{"xd-fail": "Fail", "xd-ignore": "Ignore", "xd-default": "UseDefault\n        default: " + digestDefault}
 	for ns := range policies {
@@ -150,18 +151,18 @@ func TestExternalData(t *testing.T) {
 
 	modes := []struct {
 		name string
-		mode framework.TagProviderMode
+		mode tagprovider.Mode
 		want string
 	}{
-		{"HTTP 500", framework.TagFail, "HTTP 500"},
-		{"garbage", framework.TagGarbage, "not a ProviderResponse"},
-		{"system error", framework.TagSystemError, "registry unreachable"},
-		{"per-key errors", framework.TagErrors, "lookup failed"},
+		{"HTTP 500", tagprovider.Fail, "HTTP 500"},
+		{"garbage", tagprovider.Garbage, "not a ProviderResponse"},
+		{"system error", tagprovider.SystemError, "registry unreachable"},
+		{"per-key errors", tagprovider.Errors, "lookup failed"},
 	}
 	for i, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			tp.SetMode(m.mode)
-			defer tp.SetMode(framework.TagAnswer)
+			defer tp.SetMode(tagprovider.Answer)
 			checkPolicies(t, client, fmt.Sprintf("m%d", i), m.want)
 		})
 	}
@@ -176,8 +177,8 @@ func TestExternalData(t *testing.T) {
 			_, err := admitPod(client, "xd-fail", "app")
 			return err == nil && callCount(tp) > before
 		})
-		tp.SetMode(framework.TagSlow)
-		defer tp.SetMode(framework.TagAnswer)
+		tp.SetMode(tagprovider.Slow)
+		defer tp.SetMode(tagprovider.Answer)
 		var wg sync.WaitGroup
 		results := make([][]string, 4)
 		errs := make([]error, 4)
@@ -203,7 +204,7 @@ func TestExternalData(t *testing.T) {
 	})
 
 	t.Run("the Provider edited and deleted live", func(t *testing.T) {
-		tp2 := framework.StartTagProvider(t, digestTable(names, 'b'))
+		tp2 := tagprovider.Start(t, digestTable(names, 'b'))
 		repinned := "registry.example.com/app@sha256:" + strings.Repeat("b", 64)
 		mustKubectl(t, tp2.Manifest("xd-tags", 2), "apply", "-f", "-")
 		framework.Poll(t, "pods to be pinned by the edited provider", func() bool {

@@ -14,7 +14,12 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package framework
+// Package tagprovider is the tests' external data provider: image tags
+// answered with digests from a table, in Gatekeeper's wire format, over
+// HTTPS on a loopback address, with switches to misbehave. It imports no
+// Kubernetes server code, so the command hack/local-up.sh runs it with
+// (test/cmd/admitkit-tagprovider) stays small.
+package tagprovider
 
 import (
 	"crypto/tls"
@@ -31,47 +36,47 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 )
 
-// TagProviderMode is how a TagProvider answers.
-type TagProviderMode int
+// Mode is how a Provider answers.
+type Mode int
 
-// The modes of a TagProvider.
+// The modes of a Provider.
 const (
-	// TagAnswer answers every key from the table, a per-key error for a
+	// Answer answers every key from the table, a per-key error for a
 	// key not in it.
-	TagAnswer TagProviderMode = iota
-	// TagSlow holds each call until the caller gives up (its timeout).
-	TagSlow
-	// TagFail answers HTTP 500.
-	TagFail
-	// TagErrors answers every key with a per-key error.
-	TagErrors
-	// TagGarbage answers a body that is not a ProviderResponse.
-	TagGarbage
-	// TagSystemError answers a systemError.
-	TagSystemError
+	Answer Mode = iota
+	// Slow holds each call until the caller gives up (its timeout).
+	Slow
+	// Fail answers HTTP 500.
+	Fail
+	// Errors answers every key with a per-key error.
+	Errors
+	// Garbage answers a body that is not a ProviderResponse.
+	Garbage
+	// SystemError answers a systemError.
+	SystemError
 )
 
-// TagProvider is an external data provider as Gatekeeper's documentation
+// Provider is an external data provider as Gatekeeper's documentation
 // describes one: HTTPS on 127.0.0.1 with its own certificate authority,
 // answering a ProviderRequest of image tags with their digests from a
 // table. Its mode switches it to misbehave.
-type TagProvider struct {
+type Provider struct {
 	server *http.Server
 	url    string
 	ca     []byte
 
 	mu    sync.Mutex
 	table map[string]string
-	mode  TagProviderMode
+	mode  Mode
 	calls [][]string
 	held  int
 }
 
-// StartTagProvider serves table (tag -> pinned image) on 127.0.0.1 until
+// Start serves table (tag -> pinned image) on 127.0.0.1 until
 // the test ends.
-func StartTagProvider(t testing.TB, table map[string]string) *TagProvider {
+func Start(t testing.TB, table map[string]string) *Provider {
 	t.Helper()
-	tp, err := ServeTagProvider("127.0.0.1:0", table)
+	tp, err := Serve("127.0.0.1:0", table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,9 +84,9 @@ func StartTagProvider(t testing.TB, table map[string]string) *TagProvider {
 	return tp
 }
 
-// ServeTagProvider serves table on addr, which must be on 127.0.0.0/8,
+// Serve serves table on addr, which must be on 127.0.0.0/8,
 // with a certificate authority of its own, until Close.
-func ServeTagProvider(addr string, table map[string]string) (*TagProvider, error) {
+func Serve(addr string, table map[string]string) (*Provider, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -101,7 +106,7 @@ func ServeTagProvider(addr string, table map[string]string) (*TagProvider, error
 	if err != nil {
 		return nil, err
 	}
-	tp := &TagProvider{table: table, url: "https://" + l.Addr().String() + "/resolve", ca: certPEM}
+	tp := &Provider{table: table, url: "https://" + l.Addr().String() + "/resolve", ca: certPEM}
 	tp.server = &http.Server{
 		Handler:           tp,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -112,28 +117,28 @@ func ServeTagProvider(addr string, table map[string]string) (*TagProvider, error
 }
 
 // Close stops the provider.
-func (tp *TagProvider) Close() error { return tp.server.Close() }
+func (tp *Provider) Close() error { return tp.server.Close() }
 
 // URL is where the provider answers.
-func (tp *TagProvider) URL() string { return tp.url }
+func (tp *Provider) URL() string { return tp.url }
 
 // CABundle is the base64 PEM a Provider's caBundle takes.
-func (tp *TagProvider) CABundle() string { return base64.StdEncoding.EncodeToString(tp.ca) }
+func (tp *Provider) CABundle() string { return base64.StdEncoding.EncodeToString(tp.ca) }
 
 // Manifest is a Provider object for the provider, named name.
-func (tp *TagProvider) Manifest(name string, timeout int) string {
+func (tp *Provider) Manifest(name string, timeout int) string {
 	return fmt.Sprintf("apiVersion: externaldata.gatekeeper.sh/v1beta1\nkind: Provider\nmetadata:\n  name: %s\nspec:\n  url: %s\n  timeout: %d\n  caBundle: %s\n", name, tp.url, timeout, tp.CABundle())
 }
 
 // SetMode switches how the provider answers.
-func (tp *TagProvider) SetMode(m TagProviderMode) {
+func (tp *Provider) SetMode(m Mode) {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	tp.mode = m
 }
 
 // Calls returns the keys of every call so far.
-func (tp *TagProvider) Calls() [][]string {
+func (tp *Provider) Calls() [][]string {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	out := make([][]string, len(tp.calls))
@@ -141,8 +146,8 @@ func (tp *TagProvider) Calls() [][]string {
 	return out
 }
 
-// Held is the number of calls a TagSlow provider is holding now.
-func (tp *TagProvider) Held() int {
+// Held is the number of calls a Slow provider is holding now.
+func (tp *Provider) Held() int {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	return tp.held
@@ -162,7 +167,7 @@ type tagItem struct {
 	Error string `json:"error,omitempty"`
 }
 
-func (tp *TagProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (tp *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var req tagRequest
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	if r.Method != http.MethodPost || json.Unmarshal(body, &req) != nil || req.Kind != "ProviderRequest" {
@@ -173,34 +178,34 @@ func (tp *TagProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tp.calls = append(tp.calls, req.Request.Keys)
 	mode := tp.mode
 	table := tp.table
-	if mode == TagSlow {
+	if mode == Slow {
 		tp.held++
 	}
 	tp.mu.Unlock()
 	switch mode {
-	case TagSlow:
+	case Slow:
 		<-r.Context().Done()
 		tp.mu.Lock()
 		tp.held--
 		tp.mu.Unlock()
 		return
-	case TagFail:
+	case Fail:
 		http.Error(w, "provider failing", http.StatusInternalServerError)
 		return
-	case TagGarbage:
+	case Garbage:
 		_, _ = io.WriteString(w, "<html>not json")
 		return
 	}
 	resp := map[string]any{"apiVersion": "externaldata.gatekeeper.sh/v1beta1", "kind": "ProviderResponse"}
 	inner := map[string]any{"idempotent": true}
-	if mode == TagSystemError {
+	if mode == SystemError {
 		inner["systemError"] = "registry unreachable"
 	} else {
 		items := []tagItem{}
 		for _, k := range req.Request.Keys {
 			d, ok := table[k]
 			switch {
-			case mode == TagErrors:
+			case mode == Errors:
 				items = append(items, tagItem{Key: k, Error: "lookup failed"})
 			case ok:
 				items = append(items, tagItem{Key: k, Value: d})
