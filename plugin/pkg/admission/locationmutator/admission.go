@@ -124,6 +124,8 @@ type Plugin struct {
 	// mutators once they are known. Nil until then.
 	current         atomic.Pointer[mutation.System]
 	namespaceLister corev1listers.NamespaceLister
+	// namespacesSynced is the namespace informer's, when it is watched.
+	namespacesSynced func() bool
 	// namespaceLabels is bound once so that requests do not allocate a
 	// method value.
 	namespaceLabels match.NamespaceLabelsFunc
@@ -169,6 +171,7 @@ func NewPlugin(system *mutation.System) *Plugin {
 	}
 	p.current.Store(system)
 	p.namespaceLabels = p.lookupNamespaceLabels
+	p.SetReadyFunc(p.ready)
 	return p
 }
 
@@ -186,7 +189,18 @@ func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactor
 	}
 	nsInformer := f.Core().V1().Namespaces()
 	p.namespaceLister = nsInformer.Lister()
-	p.SetReadyFunc(nsInformer.Informer().HasSynced)
+	p.namespacesSynced = nsInformer.Informer().HasSynced
+}
+
+// ready reports whether requests find what they need: the namespaces'
+// first list when a namespaceSelector may need it, and the live mutators
+// once they are watched. A host that serves the plugin outside
+// kube-apiserver (a webhook) reports itself ready only then.
+func (p *Plugin) ready() bool {
+	if p.namespacesSynced != nil && !p.namespacesSynced() {
+		return false
+	}
+	return p.current.Load() != nil
 }
 
 // SetExternalKubeClientSet takes the client the live source records its

@@ -138,7 +138,11 @@ var (
 // NewPlugin returns a plugin that acts on pod creation.
 func NewPlugin() *Plugin {
 	registerMetrics()
-	return &Plugin{Handler: admission.NewHandler(admission.Create), index: newPresetIndex()}
+	p := &Plugin{Handler: admission.NewHandler(admission.Create), index: newPresetIndex()}
+	// A host that serves the plugin outside kube-apiserver (a webhook)
+	// reports itself ready only once the caches are filled.
+	p.SetReadyFunc(p.cachesSynced)
+	return p
 }
 
 // SetSettingsInformerFactory feeds the plugin's preset index from a
@@ -352,15 +356,24 @@ func (p *Plugin) checkSynced(ctx context.Context, a admission.Attributes) error 
 	if p.ready.Load() {
 		return nil
 	}
-	for _, synced := range p.synced {
-		if !synced() {
-			notSyncedRefusals.Inc()
-			klog.FromContext(ctx).V(2).Info("Pod create refused until the PodPreset cache has synced", "namespace", a.GetNamespace())
-			return notsynced.Error("the PodPreset admission plugin has not synced its PodPreset cache yet; retry the create")
-		}
+	if !p.cachesSynced() {
+		notSyncedRefusals.Inc()
+		klog.FromContext(ctx).V(2).Info("Pod create refused until the PodPreset cache has synced", "namespace", a.GetNamespace())
+		return notsynced.Error("the PodPreset admission plugin has not synced its PodPreset cache yet; retry the create")
 	}
 	p.ready.Store(true)
 	return nil
+}
+
+// cachesSynced reports whether every cache the plugin reads has seen its
+// first list.
+func (p *Plugin) cachesSynced() bool {
+	for _, synced := range p.synced {
+		if !synced() {
+			return false
+		}
+	}
+	return true
 }
 
 // matchingPresets returns the presets that select a pod with podLabels in

@@ -270,7 +270,7 @@ func (a assignment) externalRef() *externalRef { return a.external }
 
 // MutateWithExternal is Mutate with the external data of the request.
 func MutateWithExternal(candidates []*Mutator, obj map[string]any, t *match.Target, ext *External) (Result, error) {
-	return run(candidates, unstructuredRoot(obj), t, ext)
+	return mutateJSON(candidates, obj, t, ext)
 }
 
 // MutateTypedWithExternal is MutateTyped with the external data of the

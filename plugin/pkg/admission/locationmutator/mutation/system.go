@@ -275,7 +275,14 @@ func (r Result) Mutated() bool { return len(r.Applied) > 0 }
 // and leaves them as Gatekeeper's deep comparison would, one pass later.
 // t.Labels is refreshed from obj on every pass after the first.
 func Mutate(candidates []*Mutator, obj map[string]any, t *match.Target) (Result, error) {
-	return run(candidates, unstructuredRoot(obj), t, nil)
+	return mutateJSON(candidates, obj, t, nil)
+}
+
+// mutateJSON is Mutate with the request's external data (nil for none).
+func mutateJSON(candidates []*Mutator, obj map[string]any, t *match.Target, ext *External) (Result, error) {
+	sc := jsonScratches.Get().(*jsonScratch)
+	defer sc.release()
+	return run(candidates, &unstructuredRoot{obj: obj, sc: sc}, t, ext)
 }
 
 // mutable is an object the system mutates: an unstructured map, or a typed
@@ -289,16 +296,24 @@ type mutable interface {
 	same(snapshot any) (bool, error)
 }
 
-// unstructuredRoot is an object in its unstructured form.
-type unstructuredRoot map[string]any
-
-func (o unstructuredRoot) apply(m *Mutator, md requestMeta) (effect, error) {
-	return m.mutateUnstructured(o, md)
+// unstructuredRoot is an object in its unstructured form, and the
+// request's scratch, which every walk of the request reuses.
+type unstructuredRoot struct {
+	obj map[string]any
+	sc  *jsonScratch
 }
-func (o unstructuredRoot) labels() labels.Labels  { return labelsOf(o) }
-func (o unstructuredRoot) snapshot() (any, error) { return deepCopyJSON(map[string]any(o)), nil }
-func (o unstructuredRoot) same(snapshot any) (bool, error) {
-	return jsonEqual(snapshot, map[string]any(o)), nil
+
+func (o *unstructuredRoot) apply(m *Mutator, md requestMeta) (effect, error) {
+	if o.obj == nil {
+		return effect{}, fmt.Errorf("%s: the object is null, there is nothing to mutate", m.id)
+	}
+	o.sc.reset()
+	return m.run(o.sc.object(o.obj), md)
+}
+func (o *unstructuredRoot) labels() labels.Labels  { return labelsOf(o.obj) }
+func (o *unstructuredRoot) snapshot() (any, error) { return deepCopyJSON(o.obj), nil }
+func (o *unstructuredRoot) same(snapshot any) (bool, error) {
+	return jsonEqual(snapshot, o.obj), nil
 }
 
 func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External) (Result, error) {

@@ -1,0 +1,129 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/featuregate"
+	logsapi "k8s.io/component-base/logs/api/v1"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/podpreset"
+)
+
+// options are the command's flags.
+type options struct {
+	Kubeconfig    string
+	BindAddress   net.IP
+	SecurePort    int
+	TLSCertFile   string
+	TLSKeyFile    string
+	ConfigFile    string
+	Plugins       []string
+	Identity      string
+	ShutdownDelay time.Duration
+
+	FeatureGate featuregate.MutableVersionedFeatureGate
+	Logs        *logsapi.LoggingConfiguration
+}
+
+// defaultPlugins are the plugins served unless --plugins says otherwise.
+var defaultPlugins = []string{podpreset.PluginName, noderestriction.PluginName, locationmutator.PluginName}
+
+func newOptions() (*options, error) {
+	gate := utilfeature.DefaultMutableFeatureGate
+	// The logging gates and NodeRestriction's, settable with
+	// --feature-gates as in kube-apiserver.
+	if err := logsapi.AddFeatureGates(gate); err != nil {
+		return nil, err
+	}
+	if err := noderestriction.AddFeatureGates(gate); err != nil {
+		return nil, err
+	}
+	return &options{
+		// A pod's address: the Service sends kube-apiserver's calls to
+		// it. Outside a cluster (hack/local-up.sh, tests) pass 127.0.0.1.
+		BindAddress:   net.IPv4zero,
+		SecurePort:    9443,
+		Plugins:       defaultPlugins,
+		Identity:      defaultIdentity(),
+		ShutdownDelay: 5 * time.Second,
+		FeatureGate:   gate,
+		Logs:          logsapi.NewLoggingConfiguration(),
+	}, nil
+}
+
+// defaultIdentity is the pod's name (POD_NAME from the downward API, else
+// the hostname, which is the pod's name in a pod): each replica writes its
+// own status entries.
+func defaultIdentity() string {
+	if name := os.Getenv("POD_NAME"); name != "" {
+		return name
+	}
+	name, err := os.Hostname()
+	if err != nil {
+		return "admitkit-webhook"
+	}
+	return name
+}
+
+func (o *options) Flags() cliflag.NamedFlagSets {
+	var fss cliflag.NamedFlagSets
+	fs := fss.FlagSet("webhook")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "The kubeconfig of the kube-apiserver whose requests are admitted. Empty: the pod's service account (in-cluster config).")
+	fs.IPVar(&o.BindAddress, "bind-address", o.BindAddress, "The address to serve on.")
+	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "The port to serve HTTPS on.")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "The serving certificate (PEM), with its intermediates. It is read again when the file changes.")
+	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "The serving certificate's private key (PEM).")
+	fs.StringVar(&o.ConfigFile, "admission-control-config-file", o.ConfigFile, "An AdmissionConfiguration (kube-apiserver's format) with the plugins' configuration.")
+	fs.StringSliceVar(&o.Plugins, "plugins", o.Plugins, "The admission plugins to serve, each at /mutate/<name> and/or /validate/<name>.")
+	fs.StringVar(&o.Identity, "identity", o.Identity, "The identity the plugins write their status entries under; unique per replica.")
+	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay-duration", o.ShutdownDelay, "On SIGTERM, how long /readyz fails while requests are still served, so that the Service stops sending new ones before the server stops.")
+	o.FeatureGate.AddFlag(fss.FlagSet("feature gates"))
+	logsapi.AddFlags(o.Logs, fss.FlagSet("logs"))
+	return fss
+}
+
+// Validate checks the flags that need no I/O.
+func (o *options) Validate() error {
+	var errs []error
+	if o.SecurePort < 1 || o.SecurePort > 65535 {
+		errs = append(errs, fmt.Errorf("--secure-port %d is not a port", o.SecurePort))
+	}
+	if o.TLSCertFile == "" || o.TLSKeyFile == "" {
+		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file are required"))
+	}
+	if len(o.Plugins) == 0 {
+		errs = append(errs, errors.New("--plugins names no plugin"))
+	}
+	if strings.TrimSpace(o.Identity) == "" {
+		errs = append(errs, errors.New("--identity is empty"))
+	}
+	if o.ShutdownDelay < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-delay-duration %v is negative", o.ShutdownDelay))
+	}
+	return errors.Join(errs...)
+}

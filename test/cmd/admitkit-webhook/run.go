@@ -1,0 +1,101 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+
+	"k8s.io/apiserver/pkg/admission"
+	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/admitkit/admitkit/plugin"
+	"github.com/admitkit/admitkit/plugin/webhook"
+)
+
+// Run builds the plugins, starts their informers and serves until ctx
+// ends; then it stops serving, waits for the reviews in flight, and only
+// then stops the plugins' watches.
+func (o *options) Run(ctx context.Context) error {
+	config, err := clientConfig(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	cert, err := newCertificateFiles(o.TLSCertFile, o.TLSKeyFile)
+	if err != nil {
+		return err
+	}
+	// The plugins' drained notification: closed once the server has
+	// answered its last review.
+	drained := make(chan struct{})
+	defer close(drained)
+	initializers, err := webhook.NewInitializers(webhook.InitializerConfig{
+		Client:           config,
+		Identity:         o.Identity,
+		FeatureGates:     o.FeatureGate,
+		EffectiveVersion: utilcompatibility.DefaultBuildEffectiveVersion(),
+		Stop:             drained,
+	})
+	if err != nil {
+		return err
+	}
+	registry := admission.NewPlugins()
+	plugin.RegisterAllAdmissionPlugins(registry)
+	host, err := webhook.New(webhook.Options{
+		Plugins:      registry,
+		Enabled:      o.Plugins,
+		ConfigFile:   o.ConfigFile,
+		Initializers: initializers.Initializers,
+		Informers:    initializers.Informers,
+		Scheme:       webhook.NewScheme(),
+	})
+	if err != nil {
+		return err
+	}
+	host.Start(drained)
+	klog.InfoS("Serving admission webhooks", "plugins", host.Plugins(), "identity", o.Identity)
+	addr := net.JoinHostPort(o.BindAddress.String(), strconv.Itoa(o.SecurePort))
+	return serve(ctx, addr, host.Handler(), cert.GetCertificate, o.ShutdownDelay)
+}
+
+// clientConfig is kubeconfig's, or the pod's service account's when
+// kubeconfig is empty.
+func clientConfig(kubeconfig string) (*rest.Config, error) {
+	var (
+		config *rest.Config
+		err    error
+	)
+	if kubeconfig == "" {
+		config, err = rest.InClusterConfig()
+	} else {
+		config, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the kube-apiserver to admit for (--kubeconfig %q): %w", kubeconfig, err)
+	}
+	config.UserAgent = "admitkit-webhook"
+	// The plugins read through informers; the client writes Events and
+	// status, and asks SubjectAccessReviews: kube-apiserver's loopback
+	// client's limits suit it.
+	config.QPS, config.Burst = 50, 100
+	return config, nil
+}
