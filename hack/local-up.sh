@@ -34,6 +34,7 @@
 #   ETCD_PORT     with HA=1 or WEBHOOK=1, the first etcd member's client port (default 2379)
 #   WEBHOOK       set to 1 for the stock kube-apiserver and the webhook server
 #   WEBHOOK_PORT  with WEBHOOK=1, the webhook server's port (default 9443)
+#   TAG_PROVIDER_PORT  the walkthrough's tag-to-digest provider (default 8943)
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -64,13 +65,15 @@ if [[ -z "${SKIP_BUILD:-}" && -n "${WEBHOOK}" ]]; then
     (cd test && go build -o "${BIN_DIR}/kube-apiserver" ./cmd/kube-apiserver \
         && go build -o "${BIN_DIR}/admitkit-webhook" ./cmd/admitkit-webhook \
         && go build -o "${BIN_DIR}/admitkit-etcd" ./cmd/admitkit-etcd \
+        && go build -o "${BIN_DIR}/admitkit-tagprovider" ./cmd/admitkit-tagprovider \
         && go build -o "${BIN_DIR}/kubectl" k8s.io/kubernetes/cmd/kubectl \
         && go build -o "${KCM}" k8s.io/kubernetes/cmd/kube-controller-manager)
 elif [[ -z "${SKIP_BUILD:-}" ]]; then
     echo "Building admitkit-apiserver and kubectl into ${BIN_DIR} (a few minutes the first time)..."
     (cd test && go build -o "${BIN_DIR}/admitkit-apiserver" ./cmd/admitkit-apiserver \
         && go build -o "${BIN_DIR}/kubectl" k8s.io/kubernetes/cmd/kubectl \
-        && go build -o "${KCM}" k8s.io/kubernetes/cmd/kube-controller-manager)
+        && go build -o "${KCM}" k8s.io/kubernetes/cmd/kube-controller-manager \
+        && go build -o "${BIN_DIR}/admitkit-tagprovider" ./cmd/admitkit-tagprovider)
     if [[ -n "${HA}" ]]; then
         (cd test && go build -o "${BIN_DIR}/admitkit-etcd" ./cmd/admitkit-etcd)
     fi
@@ -145,6 +148,7 @@ fi
 # apiservers, then etcd.
 KCM_PIDS=()
 WEBHOOK_PIDS=()
+PROVIDER_PIDS=()
 APISERVER_PIDS=()
 ETCD_PIDS=()
 stop_all() { # pid...
@@ -164,6 +168,7 @@ stop() {
     echo
     stop_all ${KCM_PIDS[@]+"${KCM_PIDS[@]}"}
     stop_all ${WEBHOOK_PIDS[@]+"${WEBHOOK_PIDS[@]}"}
+    stop_all ${PROVIDER_PIDS[@]+"${PROVIDER_PIDS[@]}"}
     stop_all ${APISERVER_PIDS[@]+"${APISERVER_PIDS[@]}"}
     stop_all ${ETCD_PIDS[@]+"${ETCD_PIDS[@]}"}
     echo "Stopped. Run hack/local-up.sh again to restart on the same data (${DATA_DIR})."
@@ -429,6 +434,27 @@ if [[ -n "${WEBHOOK}" ]]; then
 fi
 wait_controllers "${KCM_PIDS[0]}" "${KCM_LOG}"
 
+# The external data walkthrough: a tag-to-digest provider in Gatekeeper's
+# wire format on 127.0.0.1, which writes the Provider object naming it.
+TAG_PROVIDER_PORT=${TAG_PROVIDER_PORT:-8943}
+TAG_PROVIDER_FILE="${DATA_DIR}/tag-provider.yaml"
+TAG_PROVIDER_LOG="${DATA_DIR}/tag-provider.log"
+rm -f "${TAG_PROVIDER_FILE}"
+echo "Starting the tag-to-digest provider on https://127.0.0.1:${TAG_PROVIDER_PORT} (log in ${TAG_PROVIDER_LOG})..."
+"${BIN_DIR}/admitkit-tagprovider" --listen="127.0.0.1:${TAG_PROVIDER_PORT}" --provider-file="${TAG_PROVIDER_FILE}" \
+    --digest="nginx:1.27=nginx@sha256:6784fb0834aa7dbbe12e3d7471e69c290df3e6ba810dc38b34ae33d3c1c05f7d" \
+    --digest="redis:7=redis@sha256:f8f0ba6a4d1a1d2b9e1d4c2a9f5e8b3c7d6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c" \
+    >"${TAG_PROVIDER_LOG}" 2>&1 &
+PROVIDER_PIDS+=($!)
+for _ in $(seq 50); do
+    [[ -s "${TAG_PROVIDER_FILE}" ]] && break
+    sleep 0.1
+done
+if [[ ! -s "${TAG_PROVIDER_FILE}" ]]; then
+    echo "the tag-to-digest provider did not start; see ${TAG_PROVIDER_LOG}" >&2
+    exit 1
+fi
+
 K="${KUBECTL#"${ROOT}/"} --kubeconfig=${ADMIN_KUBECONFIG#"${ROOT}/"}"
 READY="admitkit-apiserver is ready"
 SERVED="settings.k8s.io is served next to the built-in APIs (--runtime-config turned it on)"
@@ -489,6 +515,15 @@ ${READY}. From ${ROOT}, try:
   ${K} run probe -n shop --image=nginx:1.27 --dry-run=server -o jsonpath='{.spec.containers[0].securityContext}{"\n"}'
   # ...and a broken one is refused with 422 Invalid, naming spec.location
   ${K} apply -f hack/examples/live-assign-broken.yaml
+
+  # External data: Gatekeeper's tag-to-digest Assign and its Provider, unchanged; the
+  # provider is the one local-up started on 127.0.0.1:${TAG_PROVIDER_PORT}
+  ${K} apply -f ${TAG_PROVIDER_FILE#"${ROOT}/"}
+  ${K} apply -f hack/examples/tag-to-digest.yaml
+  ${K} run pinned -n shop --image=nginx:1.27 --dry-run=server -o jsonpath='{.spec.containers[0].image}{"\n"}'
+  # a tag the provider does not know is refused (failurePolicy: Fail)
+  ${K} run unpinned -n shop --image=busybox:1.36 --dry-run=server
+  ${K} delete -f hack/examples/tag-to-digest.yaml
 
   # NodeRestriction, as ${NODE_NAME}: it registers itself and sets its own label...
   ${N} apply -f hack/examples/node.yaml

@@ -46,6 +46,10 @@ import (
 // holds them, so a write that reads as before (an empty string into an
 // omitempty field, 1024Mi over 1Gi) is not a change.
 func MutateTyped(candidates []*Mutator, obj runtime.Object, t *match.Target) (Result, error) {
+	return mutateTyped(candidates, obj, t, nil)
+}
+
+func mutateTyped(candidates []*Mutator, obj runtime.Object, t *match.Target, ext *External) (Result, error) {
 	ptr := reflect.ValueOf(obj)
 	if ptr.Kind() != reflect.Pointer || ptr.IsNil() || typeInfoOf(ptr.Type().Elem()).shape != shapeObject {
 		return Result{}, fmt.Errorf("%s: cannot mutate a %T in place", describe(t), obj)
@@ -57,7 +61,7 @@ func MutateTyped(candidates []*Mutator, obj runtime.Object, t *match.Target) (Re
 	sc := typedScratches.Get().(*typedScratch)
 	defer sc.release()
 	root := structObject{v: ptr.Elem(), info: typeInfoOf(ptr.Type().Elem()), sc: sc}
-	return run(candidates, &typedRoot{root: root, obj: obj, accessor: accessor}, t)
+	return run(candidates, &typedRoot{root: root, obj: obj, accessor: accessor}, t, ext)
 }
 
 // The walker's interfaces, and the typed form's implementations of them

@@ -29,6 +29,9 @@ type requestMeta struct {
 	// values are Namespace and Name as the JSON values fromMetadata
 	// writes, made once per pass rather than by every write (withValues).
 	values *[2]any
+	// external holds the request's external data, nil where there is
+	// none (MutateWithExternal).
+	external *External
 }
 
 // withValues returns md with its JSON values made.
