@@ -3,8 +3,10 @@
 # NodeRestriction and LocationMutator enabled, an embedded etcd, a token file
 # with an admin and a node identity, and kubeconfigs for both, and Kubernetes'
 # own kube-controller-manager beside it, as in every cluster (namespace
-# deletion, garbage collection, the admin/edit/view role aggregation); then
-# prints kubectl commands to try against hack/examples/. Ctrl-C stops it; running
+# deletion, garbage collection, the admin/edit/view role aggregation); then,
+# once both serve and the controller manager runs the controllers the
+# walkthrough needs, prints kubectl commands to try against hack/examples/,
+# which can be pasted all at once. Ctrl-C stops it; running
 # the script again restarts it on the same data.
 #
 # With HA=1 it runs what a highly available control plane runs, on this one
@@ -32,6 +34,7 @@
 #   ETCD_PORT     with HA=1 or WEBHOOK=1, the first etcd member's client port (default 2379)
 #   WEBHOOK       set to 1 for the stock kube-apiserver and the webhook server
 #   WEBHOOK_PORT  with WEBHOOK=1, the webhook server's port (default 9443)
+#   TAG_PROVIDER_PORT  the walkthrough's tag-to-digest provider (default 8943)
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -62,13 +65,15 @@ if [[ -z "${SKIP_BUILD:-}" && -n "${WEBHOOK}" ]]; then
     (cd test && go build -o "${BIN_DIR}/kube-apiserver" ./cmd/kube-apiserver \
         && go build -o "${BIN_DIR}/admitkit-webhook" ./cmd/admitkit-webhook \
         && go build -o "${BIN_DIR}/admitkit-etcd" ./cmd/admitkit-etcd \
+        && go build -o "${BIN_DIR}/admitkit-tagprovider" ./cmd/admitkit-tagprovider \
         && go build -o "${BIN_DIR}/kubectl" k8s.io/kubernetes/cmd/kubectl \
         && go build -o "${KCM}" k8s.io/kubernetes/cmd/kube-controller-manager)
 elif [[ -z "${SKIP_BUILD:-}" ]]; then
     echo "Building admitkit-apiserver and kubectl into ${BIN_DIR} (a few minutes the first time)..."
     (cd test && go build -o "${BIN_DIR}/admitkit-apiserver" ./cmd/admitkit-apiserver \
         && go build -o "${BIN_DIR}/kubectl" k8s.io/kubernetes/cmd/kubectl \
-        && go build -o "${KCM}" k8s.io/kubernetes/cmd/kube-controller-manager)
+        && go build -o "${KCM}" k8s.io/kubernetes/cmd/kube-controller-manager \
+        && go build -o "${BIN_DIR}/admitkit-tagprovider" ./cmd/admitkit-tagprovider)
     if [[ -n "${HA}" ]]; then
         (cd test && go build -o "${BIN_DIR}/admitkit-etcd" ./cmd/admitkit-etcd)
     fi
@@ -143,6 +148,7 @@ fi
 # apiservers, then etcd.
 KCM_PIDS=()
 WEBHOOK_PIDS=()
+PROVIDER_PIDS=()
 APISERVER_PIDS=()
 ETCD_PIDS=()
 stop_all() { # pid...
@@ -162,6 +168,7 @@ stop() {
     echo
     stop_all ${KCM_PIDS[@]+"${KCM_PIDS[@]}"}
     stop_all ${WEBHOOK_PIDS[@]+"${WEBHOOK_PIDS[@]}"}
+    stop_all ${PROVIDER_PIDS[@]+"${PROVIDER_PIDS[@]}"}
     stop_all ${APISERVER_PIDS[@]+"${APISERVER_PIDS[@]}"}
     stop_all ${ETCD_PIDS[@]+"${ETCD_PIDS[@]}"}
     echo "Stopped. Run hack/local-up.sh again to restart on the same data (${DATA_DIR})."
@@ -196,12 +203,33 @@ start_stock() {
     # upstream's kube-apiserver takes its service-account key from a file,
     # which kube-controller-manager signs tokens with too.
     local sa_key="${DATA_DIR}/service-account.key"
+    # Made with Go's own crypto, so that WEBHOOK=1 needs nothing but Go.
     if [[ ! -s "${sa_key}" ]]; then
-        if ! command -v openssl >/dev/null; then
-            echo "WEBHOOK=1 needs openssl to make the service-account key ${sa_key}" >&2
-            exit 1
-        fi
-        (umask 077 && openssl genrsa -out "${sa_key}" 2048 2>/dev/null)
+        local gen="${DATA_DIR}/service-account-key"
+        mkdir -p "${gen}"
+        cat >"${gen}/main.go" <<'GO'
+package main
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"log"
+	"os"
+)
+
+func main() {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := pem.Encode(os.Stdout, &pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}); err != nil {
+		log.Fatal(err)
+	}
+}
+GO
+        (umask 077 && cd "${gen}" && GOFLAGS= GOWORK=off go run main.go >"${sa_key}.tmp") && mv "${sa_key}.tmp" "${sa_key}"
     fi
     # The flags of admitkit-apiserver, but what only it understands.
     local flags=() flag
@@ -278,6 +306,45 @@ install_webhook() {
         sleep 1
     done
     echo "admitkit-webhook did not write the CA bundle into its webhook configurations in 30s; see ${log}" >&2
+    exit 1
+}
+
+# wait_controllers waits until kube-controller-manager, pid $1 with log $2,
+# does what the walkthrough below relies on: it serves /healthz, holds its
+# leader lease (only the leader runs controllers; after a restart the
+# previous run's lease must first expire), has given the default namespace
+# its service account (pods are refused without one), and has aggregated
+# the PodPreset roles into admin.
+wait_controllers() {
+    # Its serving certificate is self-signed; /healthz needs no
+    # permission, and its own token keeps kubectl from prompting for one.
+    local step="serving /healthz" healthz=(
+        "${KUBECTL}" --kubeconfig=/dev/null --token="${KCM_TOKEN}" --server="https://127.0.0.1:${KCM_PORT}"
+        --insecure-skip-tls-verify=true get --raw /healthz)
+    for _ in $(seq 1 120); do
+        if ! kill -0 "$1" 2>/dev/null; then
+            echo "kube-controller-manager exited during start-up; the end of $2:" >&2
+            tail -n 20 "$2" >&2
+            exit 1
+        fi
+        case "${step}" in
+        "serving /healthz")
+            "${healthz[@]}" </dev/null >/dev/null 2>&1 && step="holding its leader lease" && continue ;;
+        "holding its leader lease")
+            grep -q 'Successfully acquired lease" lock="kube-system/kube-controller-manager"' "$2" \
+                && step="creating the default service account" && continue ;;
+        "creating the default service account")
+            "${KUBECTL}" --kubeconfig="${ADMIN_KUBECONFIG}" get serviceaccount default -n default >/dev/null 2>&1 \
+                && step="aggregating the admin role" && continue ;;
+        "aggregating the admin role")
+            if "${KUBECTL}" --kubeconfig="${ADMIN_KUBECONFIG}" get clusterrole admin \
+                -o jsonpath='{.rules[*].resources}' 2>/dev/null | grep -qw podpresets; then
+                return
+            fi ;;
+        esac
+        sleep 1
+    done
+    echo "kube-controller-manager was not ${step} after 120s; see $2" >&2
     exit 1
 }
 
@@ -365,6 +432,28 @@ KCM_PIDS+=($!)
 if [[ -n "${WEBHOOK}" ]]; then
     install_webhook
 fi
+wait_controllers "${KCM_PIDS[0]}" "${KCM_LOG}"
+
+# The external data walkthrough: a tag-to-digest provider in Gatekeeper's
+# wire format on 127.0.0.1, which writes the Provider object naming it.
+TAG_PROVIDER_PORT=${TAG_PROVIDER_PORT:-8943}
+TAG_PROVIDER_FILE="${DATA_DIR}/tag-provider.yaml"
+TAG_PROVIDER_LOG="${DATA_DIR}/tag-provider.log"
+rm -f "${TAG_PROVIDER_FILE}"
+echo "Starting the tag-to-digest provider on https://127.0.0.1:${TAG_PROVIDER_PORT} (log in ${TAG_PROVIDER_LOG})..."
+"${BIN_DIR}/admitkit-tagprovider" --listen="127.0.0.1:${TAG_PROVIDER_PORT}" --provider-file="${TAG_PROVIDER_FILE}" \
+    --digest="nginx:1.27=nginx@sha256:6784fb0834aa7dbbe12e3d7471e69c290df3e6ba810dc38b34ae33d3c1c05f7d" \
+    --digest="redis:7=redis@sha256:f8f0ba6a4d1a1d2b9e1d4c2a9f5e8b3c7d6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c" \
+    >"${TAG_PROVIDER_LOG}" 2>&1 &
+PROVIDER_PIDS+=($!)
+for _ in $(seq 50); do
+    [[ -s "${TAG_PROVIDER_FILE}" ]] && break
+    sleep 0.1
+done
+if [[ ! -s "${TAG_PROVIDER_FILE}" ]]; then
+    echo "the tag-to-digest provider did not start; see ${TAG_PROVIDER_LOG}" >&2
+    exit 1
+fi
 
 K="${KUBECTL#"${ROOT}/"} --kubeconfig=${ADMIN_KUBECONFIG#"${ROOT}/"}"
 READY="admitkit-apiserver is ready"
@@ -386,6 +475,8 @@ ${READY}. From ${ROOT}, try:
   # a namespace (the LocationMutator labels it managed-by=admitkit), two presets, a pod
   ${K} apply -f hack/examples/namespace.yaml
   ${K} get namespace shop --show-labels
+  # (kube-controller-manager gives the new namespace the service account its pods run as)
+  ${K} wait --for=create serviceaccount/default -n shop --timeout=30s
   ${K} apply -n shop -f hack/examples/podpreset.yaml
   ${K} apply -f hack/examples/clusterpodpreset.yaml
   ${K} get podpresets -n shop
@@ -424,6 +515,15 @@ ${READY}. From ${ROOT}, try:
   ${K} run probe -n shop --image=nginx:1.27 --dry-run=server -o jsonpath='{.spec.containers[0].securityContext}{"\n"}'
   # ...and a broken one is refused with 422 Invalid, naming spec.location
   ${K} apply -f hack/examples/live-assign-broken.yaml
+
+  # External data: Gatekeeper's tag-to-digest Assign and its Provider, unchanged; the
+  # provider is the one local-up started on 127.0.0.1:${TAG_PROVIDER_PORT}
+  ${K} apply -f ${TAG_PROVIDER_FILE#"${ROOT}/"}
+  ${K} apply -f hack/examples/tag-to-digest.yaml
+  ${K} run pinned -n shop --image=nginx:1.27 --dry-run=server -o jsonpath='{.spec.containers[0].image}{"\n"}'
+  # a tag the provider does not know is refused (failurePolicy: Fail)
+  ${K} run unpinned -n shop --image=busybox:1.36 --dry-run=server
+  ${K} delete -f hack/examples/tag-to-digest.yaml
 
   # NodeRestriction, as ${NODE_NAME}: it registers itself and sets its own label...
   ${N} apply -f hack/examples/node.yaml

@@ -3,10 +3,12 @@
 # beside the API types, and OpenAPI definitions, the typed clientset,
 # listers, informers and apply configurations under generated/.
 # Then the CustomResourceDefinitions of the LocationMutator's mutator kinds
+# and of Gatekeeper's external data Provider
 # (plugin/pkg/admission/locationmutator/crds/manifests), from the types in
-# its apis/mutations, and of settings.k8s.io (registry/settings/crds/manifests),
-# from apis/settings/v1alpha1, both embedded for Go callers and copied into
-# hack/manifests, the install on a stock cluster.
+# its apis/mutations and apis/externaldata, and of settings.k8s.io
+# (registry/settings/crds/manifests), from apis/settings/v1alpha1, both
+# embedded for Go callers and copied into hack/manifests, the install on a
+# stock cluster.
 # The generators are k8s.io/code-generator's kube_codegen.sh (which builds
 # its generators, openapi-gen included, in code-generator's own module) and
 # controller-tools' controller-gen, at the versions hack/tools/go.mod pins.
@@ -75,15 +77,18 @@ kube::codegen::gen_client \
 CONTROLLER_GEN=$(cd "${TOOLS}" && go tool -n controller-gen)
 MANIFESTS="${ROOT}/hack/manifests"
 rm -f "${MANIFESTS}"/crd-*.yaml
-gen_crds() {
-    local types=$1 dir=$2
+gen_crds() { # dir types...
+    local dir=$1
+    shift
     mkdir -p "${dir}"
     rm -f "${dir}"/*.yaml
-    "${CONTROLLER_GEN}" crd paths="${types}" output:crd:dir="${dir}"
+    "${CONTROLLER_GEN}" crd "${@/#/paths=}" output:crd:dir="${dir}"
     local f
     for f in "${dir}"/*.yaml; do
         cp "${f}" "${MANIFESTS}/crd-$(basename "${f}")"
     done
 }
-gen_crds ./plugin/pkg/admission/locationmutator/apis/mutations/... "${ROOT}/plugin/pkg/admission/locationmutator/crds/manifests"
-gen_crds ./apis/settings/v1alpha1/... "${ROOT}/registry/settings/crds/manifests"
+gen_crds "${ROOT}/plugin/pkg/admission/locationmutator/crds/manifests" \
+    ./plugin/pkg/admission/locationmutator/apis/mutations/... \
+    ./plugin/pkg/admission/locationmutator/apis/externaldata/...
+gen_crds "${ROOT}/registry/settings/crds/manifests" ./apis/settings/v1alpha1/...

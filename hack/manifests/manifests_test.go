@@ -247,7 +247,7 @@ func checkScope(t *testing.T, plugin string, w webhook) {
 	want := map[string][]rule{
 		"mutate/PodPreset":            {{"", "pods", "CREATE"}},
 		"mutate/LocationMutator":      {{"*", "*", "CREATE,UPDATE"}},
-		"validate/LocationMutator":    {{"mutations.gatekeeper.sh", "assign,assignmetadata,modifyset,assignimage", "CREATE,UPDATE"}},
+		"validate/LocationMutator":    {{"mutations.gatekeeper.sh", "assign,assignmetadata,modifyset,assignimage", "CREATE,UPDATE"}, {"externaldata.gatekeeper.sh", "providers", "CREATE,UPDATE"}},
 		"mutate/SettingsDefaults":     {{"settings.k8s.io", "podpresets,clusterpodpresets", "CREATE,UPDATE"}},
 		"validate/SettingsValidation": {{"settings.k8s.io", "podpresets,clusterpodpresets", "CREATE,UPDATE"}},
 		"validate/NodeRestriction":    {{"", "nodes,nodes/*,pods,pods/*", "*"}, {"resource.k8s.io", "resourceslices", "*"}},

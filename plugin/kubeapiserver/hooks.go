@@ -48,8 +48,8 @@ const hookRetryInterval = 100 * time.Millisecond
 
 // addMutatorCRDsHook adds a post-start hook to server that creates the
 // mutator kinds' CRDs that are missing (a cluster with Gatekeeper's keeps
-// them) and holds readiness until all four are served, so that a ready
-// server takes `kubectl apply` of a mutator. Add it only when the server
+// them), and the external data Provider's, and holds readiness until all
+// are served, so that a ready server takes `kubectl apply` of a mutator. Add it only when the server
 // chain serves customresourcedefinitions.
 func addMutatorCRDsHook(server *genericapiserver.GenericAPIServer) error {
 	return server.AddPostStartHook(PostStartHookMutatorCRDs, func(ctx genericapiserver.PostStartHookContext) error {

@@ -127,7 +127,7 @@ func TestInstallNeedsConfigure(t *testing.T) {
 	}
 }
 
-func TestNewSettingsClientSpeaksJSON(t *testing.T) {
+func TestSettingsClientSpeaksJSON(t *testing.T) {
 	var accept string
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		accept = r.Header.Get("Accept")

@@ -66,7 +66,8 @@ type Initializers struct {
 	Informers    []InformerFactory
 }
 
-// informerResync is the resync period of kube-apiserver's own informers.
+// informerResync is the resync period of kube-apiserver's own informers,
+// and of its settings.k8s.io informers.
 const informerResync = 10 * time.Minute
 
 // NewInitializers builds what the plugins get in kube-apiserver, over
@@ -97,7 +98,7 @@ func NewInitializers(cfg InitializerConfig) (*Initializers, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
-	// settings.k8s.io speaks JSON only, also as CRDs.
+	// settings.k8s.io speaks JSON only.
 	settingsConfig := rest.CopyConfig(cfg.Client)
 	settingsConfig.ContentType = runtime.ContentTypeJSON
 	settingsConfig.AcceptContentTypes = runtime.ContentTypeJSON

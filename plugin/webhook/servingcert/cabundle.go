@@ -25,8 +25,44 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
+
+// watchConfigurations returns a channel that receives whenever one of the
+// named webhook configurations is created or changed, so that a
+// configuration applied after the server started, or re-applied without
+// its caBundle, gets the bundle at once rather than at the next interval.
+func (m *Manager) watchConfigurations(ctx context.Context) <-chan struct{} {
+	changed := make(chan struct{}, 1)
+	if m.opts.Client == nil || len(m.opts.MutatingWebhookConfigurations)+len(m.opts.ValidatingWebhookConfigurations) == 0 {
+		return changed
+	}
+	names := map[string]bool{}
+	for _, n := range append(append([]string(nil), m.opts.MutatingWebhookConfigurations...), m.opts.ValidatingWebhookConfigurations...) {
+		names[n] = true
+	}
+	notify := func(obj any) {
+		if o, ok := obj.(metav1.Object); ok && names[o.GetName()] {
+			select {
+			case changed <- struct{}{}:
+			default: // a sync is pending already
+			}
+		}
+	}
+	handler := cache.ResourceEventHandlerFuncs{AddFunc: notify, UpdateFunc: func(_, obj any) { notify(obj) }}
+	factory := informers.NewSharedInformerFactory(m.opts.Client, 0)
+	v1 := factory.Admissionregistration().V1()
+	if len(m.opts.MutatingWebhookConfigurations) > 0 {
+		_, _ = v1.MutatingWebhookConfigurations().Informer().AddEventHandler(handler)
+	}
+	if len(m.opts.ValidatingWebhookConfigurations) > 0 {
+		_, _ = v1.ValidatingWebhookConfigurations().Informer().AddEventHandler(handler)
+	}
+	factory.Start(ctx.Done())
+	return changed
+}
 
 // writeBundle puts bundle into every webhook of the named configurations
 // whose caBundle differs. A configuration that does not exist yet is left

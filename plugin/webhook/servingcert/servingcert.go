@@ -155,10 +155,15 @@ func (m *Manager) Sync(ctx context.Context) error {
 func (m *Manager) run(ctx context.Context) {
 	t := m.opts.Clock.NewTicker(m.opts.Interval)
 	defer t.Stop()
+	changed := m.watchConfigurations(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-changed:
+			if err := m.Sync(ctx); err != nil {
+				klog.ErrorS(err, "Webhook CA bundle not written; trying again", "interval", m.opts.Interval)
+			}
 		case <-t.C():
 			if err := m.Sync(ctx); err != nil {
 				klog.ErrorS(err, "Serving certificate or webhook CA bundle not current; trying again", "interval", m.opts.Interval)

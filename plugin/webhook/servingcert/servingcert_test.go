@@ -32,6 +32,7 @@ import (
 	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -312,5 +313,43 @@ func TestFlags(t *testing.T) {
 				t.Fatalf("error %v, want one saying %q", err, c.wantErr)
 			}
 		})
+	}
+}
+
+// A configuration applied after the server started gets the bundle from the
+// watch, not only at the next interval (an hour here).
+func TestBundleWrittenWhenConfigurationAppears(t *testing.T) {
+	client := fake.NewClientset()
+	clock := clocktesting.NewFakeClock(time.Now())
+	m, err := New(Options{
+		Client: client, Namespace: namespace, SecretName: secret, DNSNames: []string{dnsName},
+		MutatingWebhookConfigurations: []string{"admitkit-mutating"}, ValidatingWebhookConfigurations: []string{"admitkit-validating"},
+		Interval: time.Hour, Clock: clock,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mwc, vwc := configs()
+	if _, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		for _, b := range bundles(t, client) {
+			if len(b) == 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("caBundle not written after the configurations appeared: %v", err)
 	}
 }

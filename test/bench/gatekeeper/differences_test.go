@@ -18,10 +18,12 @@ package gatekeeper
 
 import (
 	"encoding/json"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
 
+	gkmutation "github.com/open-policy-agent/gatekeeper/v3/pkg/mutation"
 	gkparser "github.com/open-policy-agent/gatekeeper/v3/pkg/mutation/path/parser"
 	gktypes "github.com/open-policy-agent/gatekeeper/v3/pkg/mutation/types"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -29,109 +31,109 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// differenceCase is one case of the file both tests read; see its
+// comment.
+type differenceCase struct {
+	Name       string            `json:"name"`
+	Why        string            `json:"why"`
+	Mutators   []json.RawMessage `json:"mutators"`
+	Before     json.RawMessage   `json:"before"`
+	Floats     bool              `json:"floats"`
+	Admitkit   json.RawMessage   `json:"admitkit"`
+	Gatekeeper struct {
+		After     json.RawMessage `json:"after"`
+		Error     string          `json:"error"`
+		Mutations string          `json:"mutations"`
+	} `json:"gatekeeper"`
+}
+
+// differencesFile holds the cases of the LocationMutator's
+// TestGatekeeperDifferences (README.md, "Differences from Gatekeeper").
+const differencesFile = "../../../plugin/pkg/admission/locationmutator/mutation/testdata/gatekeeper-differences.yaml"
+
 // TestGatekeeperDifferences runs Gatekeeper on the cases of the
-// LocationMutator's TestGatekeeperDifferences (README.md, "Differences
-// from Gatekeeper") and checks that Gatekeeper v3.23.1 does what the
-// README says it does, so that the README's claims are measured, not
-// remembered.
+// LocationMutator's TestGatekeeperDifferences, from the same file, and
+// checks that Gatekeeper v3.23.1 does what the file and the README say
+// it does, so that the README's claims are measured, not remembered.
 func TestGatekeeperDifferences(t *testing.T) {
-	podAssign := func(name, location, params string) string {
-		return `{apiVersion: mutations.gatekeeper.sh/v1, kind: Assign, metadata: {name: ` + name + `},
-spec: {applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}], location: '` + location + `', parameters: ` + params + `}}`
+	data, err := os.ReadFile(differencesFile)
+	if err != nil {
+		t.Fatal(err)
 	}
-	podModifySet := func(name, location, params string) string {
-		return strings.Replace(podAssign(name, location, params), "kind: Assign", "kind: ModifySet", 1)
+	var cases []differenceCase
+	if err := yaml.UnmarshalStrict(data, &cases); err != nil {
+		t.Fatal(err)
 	}
-	tests := []struct {
-		name     string
-		mutators []string
-		before   string
-		after    string // what Gatekeeper makes of it, or
-		wantErr  string // its error
-	}{
-		{
-			name:     "explicit null list is an error",
-			mutators: []string{podAssign("a", "spec.initContainers[name: *].imagePullPolicy", "{assign: {value: Always}}")},
-			before:   `{spec: {initContainers: null, containers: [{name: app, image: nginx}]}}`,
-			wantErr:  "mismatch between path entry",
-		},
-		{
-			name:     "explicit null object is an error",
-			mutators: []string{podAssign("a", "spec.securityContext.runAsNonRoot", "{assign: {value: true}}")},
-			before:   `{spec: {securityContext: null, containers: [{name: app, image: nginx}]}}`,
-			wantErr:  "mismatch between path entry",
-		},
-		{
-			name: "explicit null fails MustNotExist",
-			mutators: []string{podAssign("a", "spec.initContainers[name: init].image",
-				"{pathTests: [{subPath: spec.initContainers, condition: MustNotExist}], assign: {value: busybox}}")},
-			before: `{spec: {initContainers: null, containers: [{name: app, image: nginx}]}}`,
-			after:  `{spec: {initContainers: null, containers: [{name: app, image: nginx}]}}`,
-		},
-		{
-			name: "a port an Assign wrote is appended again",
-			mutators: []string{
-				podAssign("a-ports", "spec.containers[name: *].ports",
-					"{pathTests: [{subPath: 'spec.containers[name: *].ports', condition: MustNotExist}], assign: {value: [{containerPort: 80}]}}"),
-				podAssign("b-protocol", "spec.containers[name: *].ports[containerPort: 80].protocol", "{assign: {value: UDP}}"),
-			},
-			before: `{spec: {containers: [{name: app, image: nginx}]}}`,
-			after:  `{spec: {containers: [{name: app, image: nginx, ports: [{containerPort: 80}, {containerPort: 80, protocol: UDP}]}]}}`,
-		},
-		{
-			name:     "a prune creates a list element",
-			mutators: []string{podModifySet("a", "spec.containers[name: sidecar].args", "{operation: prune, values: {fromList: [--debug]}}")},
-			before:   `{spec: {containers: [{name: app, image: nginx}]}}`,
-			after:    `{spec: {containers: [{name: app, image: nginx}, {name: sidecar}]}}`,
-		},
-		{
-			name:     "a prune creates parents",
-			mutators: []string{podModifySet("a", "spec.containers[name: app].securityContext.capabilities.add", "{operation: prune, values: {fromList: [NET_RAW]}}")},
-			before:   `{spec: {containers: [{name: app, image: nginx}]}}`,
-			after:    `{spec: {containers: [{name: app, image: nginx, securityContext: {capabilities: {}}}]}}`,
-		},
-		{
-			// README.md, "Trying a mutator before enforcing it": the mode
-			// annotation means nothing to Gatekeeper.
-			name: "a mutator annotated Warn is enforced",
-			mutators: []string{strings.Replace(podAssign("a", "spec.containers[name: *].imagePullPolicy", "{assign: {value: Always}}"),
-				"metadata: {name: a}", "metadata: {name: a, annotations: {locationmutator.admission.admitkit.io/mode: Warn}}", 1)},
-			before: `{spec: {containers: [{name: app, image: nginx}]}}`,
-			after:  `{spec: {containers: [{name: app, image: nginx, imagePullPolicy: Always}]}}`,
-		},
-		{
-			name:     "a merge of nothing creates a list element",
-			mutators: []string{podModifySet("a", "spec.containers[name: sidecar].args", "{operation: merge, values: {fromList: []}}")},
-			before:   `{spec: {containers: [{name: app, image: nginx}]}}`,
-			after:    `{spec: {containers: [{name: app, image: nginx}, {name: sidecar, args: []}]}}`,
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			sys := gatekeeperSystem(t, tc.mutators)
-			obj := unstructuredFromYAML(t, tc.before)
+	// The annotations are written only with --mutation-annotations.
+	annotations := gkmutation.MutationAnnotationsEnabled
+	enabled := true
+	gkmutation.MutationAnnotationsEnabled = &enabled
+	t.Cleanup(func() { gkmutation.MutationAnnotationsEnabled = annotations })
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			var mutators []string
+			for _, m := range tc.Mutators {
+				mutators = append(mutators, string(m))
+			}
+			sys := gatekeeperSystem(t, mutators)
+			obj := podFromCase(t, tc.Before, tc.Floats)
 			_, err := sys.Mutate(t.Context(), &gktypes.Mutable{
 				Object: obj, Namespace: prod, Username: "alice",
 				Source: gktypes.SourceTypeOriginal, Operation: admissionv1.Create,
 			})
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+			want := tc.Gatekeeper
+			if want.Error != "" {
+				if err == nil || !strings.Contains(err.Error(), want.Error) {
+					t.Fatalf("error %v, want one containing %q", err, want.Error)
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, want := normalised(t, obj.Object), normalised(t, unstructuredFromYAML(t, tc.after).Object); !reflect.DeepEqual(got, want) {
+			got := obj.GetAnnotations()
+			if mutations := got["gatekeeper.sh/mutations"]; want.Mutations != "" && mutations != want.Mutations {
+				t.Errorf("gatekeeper.sh/mutations %q, want %q", mutations, want.Mutations)
+			}
+			// The rest of the object is compared without the two
+			// annotations, whose ID differs on every run.
+			delete(got, "gatekeeper.sh/mutations")
+			delete(got, "gatekeeper.sh/mutation-id")
+			obj.SetAnnotations(got)
+			if len(got) == 0 {
+				unstructured.RemoveNestedField(obj.Object, "metadata", "annotations")
+			}
+			if got, want := normalised(t, obj.Object), normalised(t, podFromCase(t, want.After, false).Object); !reflect.DeepEqual(got, want) {
 				t.Fatalf("got  %v\nwant %v", got, want)
 			}
 		})
 	}
 
+	// README.md, "Trying a mutator before enforcing it": the mode
+	// annotation means nothing to Gatekeeper. (The plugin's own tests show
+	// a Warn mutator changing nothing.)
+	t.Run("a mutator annotated Warn is enforced", func(t *testing.T) {
+		warn := `{apiVersion: mutations.gatekeeper.sh/v1, kind: Assign,
+metadata: {name: a, annotations: {locationmutator.admission.admitkit.io/mode: Warn}},
+spec: {applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}], location: 'spec.containers[name: *].imagePullPolicy', parameters: {assign: {value: Always}}}}`
+		sys := gatekeeperSystem(t, []string{warn})
+		obj := unstructuredFromYAML(t, `{spec: {containers: [{name: app, image: nginx}]}}`)
+		if _, err := sys.Mutate(t.Context(), &gktypes.Mutable{Object: obj, Namespace: prod, Source: gktypes.SourceTypeOriginal, Operation: admissionv1.Create}); err != nil {
+			t.Fatal(err)
+		}
+		containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "containers")
+		if len(containers) != 1 || containers[0].(map[string]any)["imagePullPolicy"] != "Always" {
+			t.Fatalf("containers %v: want the Warn mutator enforced", containers)
+		}
+	})
+
+	podAssign := func(name, location string) string {
+		return `{apiVersion: mutations.gatekeeper.sh/v1, kind: Assign, metadata: {name: ` + name + `},
+spec: {applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}], location: '` + location + `', parameters: {assign: {value: Always}}}}`
+	}
 	t.Run("conflicting mutators are stored and not enforced", func(t *testing.T) {
-		a := podAssign("as-object", "spec.containers.imagePullPolicy", "{assign: {value: Always}}")
-		b := podAssign("as-list", "spec.containers[name: *].imagePullPolicy", "{assign: {value: Always}}")
+		a := podAssign("as-object", "spec.containers.imagePullPolicy")
+		b := podAssign("as-list", "spec.containers[name: *].imagePullPolicy")
 		sys := gatekeeperSystem(t, []string{a})
 		if err := sys.Upsert(gatekeeperMutator(t, b)); err == nil {
 			t.Fatal("no conflict reported")
@@ -152,6 +154,35 @@ spec: {applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}], location: '` + l
 			t.Fatalf("%q round-trips", p.String())
 		}
 	})
+}
+
+// podFromCase makes a pod web in namespace prod from a case's pod, its
+// numbers int64 as Gatekeeper's webhook decodes a request's object, or
+// float64 with floats.
+func podFromCase(t *testing.T, raw json.RawMessage, floats bool) *unstructured.Unstructured {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	metadata, _ := doc["metadata"].(map[string]any)
+	if metadata == nil {
+		metadata = map[string]any{}
+	}
+	metadata["name"], metadata["namespace"] = "web", "prod"
+	doc["apiVersion"], doc["kind"], doc["metadata"] = "v1", "Pod", metadata
+	if floats {
+		return &unstructured.Unstructured{Object: doc}
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(data); err != nil {
+		t.Fatal(err)
+	}
+	return obj
 }
 
 // unstructuredFromYAML makes a pod web in namespace prod with the spec

@@ -111,31 +111,63 @@ func allAlwaysPull(pod *corev1.Pod) bool {
 // TestCreateLatency compares pod create latency (p50, p99) with admitkit's
 // plugins off, on (five presets and five mutators matching every pod), the
 // PodPreset plugin alone, the LocationMutator doing one imagePullPolicy
-// Assign, and a
-// MutatingAdmissionPolicy doing the same mutation. The servers run in
-// this process at once and are measured in interleaved rounds, so that
-// background load hits them alike. Set ADMITKIT_BENCH=1 to run it;
-// ADMITKIT_BENCH_PODS sets the measured creates per scenario (default 1000).
+// Assign or matching nothing, and a MutatingAdmissionPolicy doing the same
+// mutation. The servers run in this process at once and are measured in
+// interleaved rounds, so that background load hits them alike.
+//
+// Every run starts every scenario's server and checks that each pod it
+// creates has the scenario's mutations, on a few creates, so that the
+// comparison cannot silently measure a scenario that does nothing. The
+// measurement itself is opt-in: ADMITKIT_BENCH=1 creates 1000 pods per
+// scenario (ADMITKIT_BENCH_PODS to change) after 100 warm-ups, and prints
+// the table and each plugin's share of a create.
 func TestCreateLatency(t *testing.T) {
-	if os.Getenv("ADMITKIT_BENCH") == "" {
-		t.Skip("set ADMITKIT_BENCH=1 to measure create latency")
-	}
-	requirePlugin(t, "PodPreset")
-	requirePlugin(t, "LocationMutator")
-	perScenario := 1000
-	if v := os.Getenv("ADMITKIT_BENCH_PODS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 100 {
-			t.Fatalf("ADMITKIT_BENCH_PODS=%q: want a number of at least 100", v)
+	run := latencyRun{perScenario: 4, rounds: 2}
+	if os.Getenv("ADMITKIT_BENCH") != "" {
+		run = latencyRun{measure: true, perScenario: 1000, rounds: 20, warmups: 100}
+		if v := os.Getenv("ADMITKIT_BENCH_PODS"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 100 {
+				t.Fatalf("ADMITKIT_BENCH_PODS=%q: want a number of at least 100", v)
+			}
+			run.perScenario = n
 		}
-		perScenario = n
 	}
-	const rounds = 20
-	ctx := context.Background()
+	scenarios := latencyScenarios()
+	for _, s := range scenarios {
+		startScenario(t, s, run.warmups)
+	}
+	run.interleave(t, scenarios)
+	if !run.measure {
+		return
+	}
+	table := latencyTable(scenarios, run)
+	table += pluginShares(t, scenarios[0], scenarios[1], run.perScenario)
+	fmt.Print(table)
+	t.Log(table)
+}
 
+// latencyRun is how much TestCreateLatency creates: a few pods to check
+// the scenarios, or enough to measure them.
+type latencyRun struct {
+	measure     bool
+	perScenario int // creates per scenario, spread over the rounds
+	rounds      int
+	warmups     int // creates per scenario before the rounds
+}
+
+// benchNamespace holds every scenario's pods, on each scenario's server.
+const benchNamespace = "load-bench"
+
+// latencyScenarios are TestCreateLatency's servers; the first is the
+// baseline, the second the one whose plugins pluginShares measures.
+func latencyScenarios() []*benchScenario {
 	// The first of loadMutators alone: the imagePullPolicy Assign.
 	alwaysPullOnly := loadMutators[:strings.Index(loadMutators, "    - apiVersion: mutations.gatekeeper.sh/v1\n      kind: Assign\n      metadata: {name: load-no-escalation}")]
-	scenarios := []*benchScenario{
+	presets := func(t *testing.T, srv *framework.Server, ns string) {
+		setUpLoadPresets(t, ns, framework.SettingsClient(t, srv.AdminConfig()))
+	}
+	return []*benchScenario{
 		{
 			name:  "plugins off",
 			cfg:   framework.Config{Args: []string{framework.ServeSettings, "--disable-admission-plugins=PodPreset,NodeRestriction,LocationMutator"}},
@@ -147,17 +179,13 @@ func TestCreateLatency(t *testing.T) {
 				AdmissionConfig: locationMutatorConfig(loadMutators),
 				Args:            []string{framework.ServeSettings, "--enable-admission-plugins=PodPreset,NodeRestriction,LocationMutator"},
 			},
-			setUp: func(t *testing.T, srv *framework.Server, ns string) {
-				setUpLoadPresets(t, ns, framework.SettingsClient(t, srv.AdminConfig()))
-			},
+			setUp: presets,
 			check: func(pod *corev1.Pod) bool { return len(presetAnnotations(pod)) == 5 && allAlwaysPull(pod) },
 		},
 		{
-			name: "PodPreset: 5 presets",
-			cfg:  framework.Config{Args: []string{framework.ServeSettings, "--enable-admission-plugins=PodPreset"}},
-			setUp: func(t *testing.T, srv *framework.Server, ns string) {
-				setUpLoadPresets(t, ns, framework.SettingsClient(t, srv.AdminConfig()))
-			},
+			name:  "PodPreset: 5 presets",
+			cfg:   framework.Config{Args: []string{framework.ServeSettings, "--enable-admission-plugins=PodPreset"}},
+			setUp: presets,
 			check: func(pod *corev1.Pod) bool { return len(presetAnnotations(pod)) == 5 },
 		},
 		{
@@ -176,81 +204,93 @@ func TestCreateLatency(t *testing.T) {
 				AdmissionConfig: locationMutatorConfig(strings.Replace(alwaysPullOnly, `"load-*"`, `"elsewhere-*"`, 1)),
 				Args:            []string{framework.ServeSettings, "--enable-admission-plugins=LocationMutator"},
 			},
-			check: func(*corev1.Pod) bool { return true },
+			check: func(pod *corev1.Pod) bool { return !allAlwaysPull(pod) },
 		},
 		{
-			name: "MutatingAdmissionPolicy: imagePullPolicy",
-			cfg:  framework.Config{Args: []string{framework.ServeSettings, "--disable-admission-plugins=PodPreset,NodeRestriction,LocationMutator"}},
-			setUp: func(t *testing.T, srv *framework.Server, ns string) {
-				client, err := kubernetes.NewForConfig(srv.AdminConfig())
-				if err != nil {
-					t.Fatal(err)
-				}
-				policy, binding := alwaysPullPolicy()
-				if _, err := client.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := client.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-			},
+			name:  "MutatingAdmissionPolicy: imagePullPolicy",
+			cfg:   framework.Config{Args: []string{framework.ServeSettings, "--disable-admission-plugins=PodPreset,NodeRestriction,LocationMutator"}},
+			setUp: createAlwaysPullPolicy,
 			check: allAlwaysPull,
 		},
 	}
+}
 
-	ns := "load-bench"
-	for _, s := range scenarios {
-		srv, err := framework.Start(s.cfg)
-		if err != nil {
-			t.Fatalf("%s: %v", s.name, err)
-		}
-		defer srv.Cleanup()
-		s.srv = srv
-		s.client, err = kubernetes.NewForConfig(srv.AdminConfig())
-		if err != nil {
+func createAlwaysPullPolicy(t *testing.T, srv *framework.Server, _ string) {
+	ctx := context.Background()
+	client, err := kubernetes.NewForConfig(srv.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, binding := alwaysPullPolicy()
+	if _, err := client.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startScenario starts s's server, sets up benchNamespace on it, waits
+// until its mutations apply (informers, policy compilation) and creates
+// warmups pods more.
+func startScenario(t *testing.T, s *benchScenario, warmups int) {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := framework.Start(s.cfg)
+	if err != nil {
+		t.Fatalf("%s: %v", s.name, err)
+	}
+	t.Cleanup(func() { _ = srv.Cleanup() })
+	s.srv = srv
+	s.client, err = kubernetes.NewForConfig(srv.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := benchNamespace
+	if _, err := s.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: ns, Labels: map[string]string{"load": ns, "bench": "map"},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if s.setUp != nil {
+		s.setUp(t, srv, ns)
+	}
+	i := 0
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		i++
+		pod, err := s.client.CoreV1().Pods(ns).Create(ctx, framework.Pod(fmt.Sprintf("warm-%d", i), map[string]string{"app": "load"}, "app", "sidecar"), metav1.CreateOptions{})
+		return err == nil && s.check(pod), err
+	})
+	if err != nil {
+		t.Fatalf("%s: the scenario's mutations never applied: %v", s.name, err)
+	}
+	for j := range warmups {
+		if _, err := s.client.CoreV1().Pods(ns).Create(ctx, framework.Pod(fmt.Sprintf("warmup-%d", j), map[string]string{"app": "load"}, "app", "sidecar"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
-		}
-		if _, err := s.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-			Name: ns, Labels: map[string]string{"load": ns, "bench": "map"},
-		}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if s.setUp != nil {
-			s.setUp(t, srv, ns)
-		}
-		// Wait until the mutations apply (informers, policy compilation),
-		// then warm up.
-		i := 0
-		err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			i++
-			pod, err := s.client.CoreV1().Pods(ns).Create(ctx, framework.Pod(fmt.Sprintf("warm-%d", i), map[string]string{"app": "load"}, "app", "sidecar"), metav1.CreateOptions{})
-			return err == nil && s.check(pod), err
-		})
-		if err != nil {
-			t.Fatalf("%s: the scenario's mutations never applied: %v", s.name, err)
-		}
-		for j := range 100 {
-			if _, err := s.client.CoreV1().Pods(ns).Create(ctx, framework.Pod(fmt.Sprintf("warmup-%d", j), map[string]string{"app": "load"}, "app", "sidecar"), metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
 		}
 	}
+}
 
-	// Each round visits the scenarios in a new order, after a GC, so that
-	// neither position in the round nor another server's garbage favours one.
+// interleave creates the run's pods on every scenario, timing each create
+// and checking each pod. Each round visits the scenarios in a new order,
+// after a GC, so that neither position in the round nor another server's
+// garbage favours one.
+func (run latencyRun) interleave(t *testing.T, scenarios []*benchScenario) {
+	t.Helper()
+	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
-	for round := range rounds {
+	for round := range run.rounds {
 		order := slices.Clone(scenarios)
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		for _, s := range order {
 			runtime.GC()
-			for j := range perScenario / rounds {
+			for j := range run.perScenario / run.rounds {
 				name := fmt.Sprintf("bench-%d-%d", round, j)
 				start := time.Now()
-				pod, err := s.client.CoreV1().Pods(ns).Create(ctx, framework.Pod(name, map[string]string{"app": "load"}, "app", "sidecar"), metav1.CreateOptions{})
+				pod, err := s.client.CoreV1().Pods(benchNamespace).Create(ctx, framework.Pod(name, map[string]string{"app": "load"}, "app", "sidecar"), metav1.CreateOptions{})
 				elapsed := time.Since(start)
 				if err != nil {
 					t.Fatalf("%s: %v", s.name, err)
@@ -262,10 +302,13 @@ func TestCreateLatency(t *testing.T) {
 			}
 		}
 	}
+}
 
+// latencyTable prints each scenario's percentiles against the baseline's p50.
+func latencyTable(scenarios []*benchScenario, run latencyRun) string {
 	base := framework.Percentile(scenarios[0].latencies, 50)
 	var table strings.Builder
-	fmt.Fprintf(&table, "\npod create latency, %d sequential creates per scenario in %d interleaved rounds (2 containers per pod)\n", perScenario, rounds)
+	fmt.Fprintf(&table, "\npod create latency, %d sequential creates per scenario in %d interleaved rounds (2 containers per pod)\n", run.perScenario, run.rounds)
 	fmt.Fprintf(&table, "| %-42s | %8s | %8s | %8s | %s |\n", "scenario", "p50", "p90", "p99", "p50 vs off")
 	fmt.Fprintf(&table, "|%s|%s|%s|%s|%s|\n", strings.Repeat("-", 44), strings.Repeat("-", 10), strings.Repeat("-", 10), strings.Repeat("-", 10), strings.Repeat("-", 12))
 	for _, s := range scenarios {
@@ -273,34 +316,42 @@ func TestCreateLatency(t *testing.T) {
 		fmt.Fprintf(&table, "| %-42s | %8s | %8s | %8s | %+9.1f%% |\n", s.name, round(p50), round(framework.Percentile(s.latencies, 90)), round(framework.Percentile(s.latencies, 99)),
 			100*(float64(p50)/float64(base)-1))
 	}
-	// End-to-end latency also moves with the size of what is stored, which
-	// the plugins grow; the admission metrics say what the plugins
-	// themselves cost. Every server of this process shares one metrics
-	// registry, so the "plugins on" server is measured alone, in a phase of
-	// its own, between two readings.
+	return table.String()
+}
+
+// pluginShares measures the time inside each plugin per pod create on the
+// server on. End-to-end latency also moves with the size of what is
+// stored, which the plugins grow; the admission metrics say what the
+// plugins themselves cost. Every server of this process shares one metrics
+// registry, so on is measured alone, in a phase of its own, between two
+// readings, and compared with the p50 of base.
+func pluginShares(t *testing.T, base, on *benchScenario, creates int) string {
+	t.Helper()
+	ctx := context.Background()
+	baseP50 := framework.Percentile(base.latencies, 50)
 	pluginSteps := []admissionStep{{"PodPreset", "admit"}, {"LocationMutator", "admit"}, {"NodeRestriction", "validate"}}
 	before := make([]admissionTotal, len(pluginSteps))
 	for i, step := range pluginSteps {
-		before[i] = admissionTotals(t, scenarios[1].client, step)
+		before[i] = admissionTotals(t, on.client, step)
 	}
-	for j := range perScenario {
-		if _, err := scenarios[1].client.CoreV1().Pods(ns).Create(ctx, framework.Pod(fmt.Sprintf("alone-%d", j), map[string]string{"app": "load"}, "app", "sidecar"), metav1.CreateOptions{}); err != nil {
+	for j := range creates {
+		if _, err := on.client.CoreV1().Pods(benchNamespace).Create(ctx, framework.Pod(fmt.Sprintf("alone-%d", j), map[string]string{"app": "load"}, "app", "sidecar"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	fmt.Fprintf(&table, "\ntime inside each plugin per pod create on the \"plugins on\" server (%d more creates, its admission metrics):\n", perScenario)
+	var table strings.Builder
+	fmt.Fprintf(&table, "\ntime inside each plugin per pod create on the %q server (%d more creates, its admission metrics):\n", on.name, creates)
 	var all time.Duration
 	for i, step := range pluginSteps {
-		after := admissionTotals(t, scenarios[1].client, step)
-		perPod := time.Duration((after.seconds - before[i].seconds) / float64(perScenario) * float64(time.Second))
-		calls := float64(after.calls-before[i].calls) / float64(perScenario)
+		after := admissionTotals(t, on.client, step)
+		perPod := time.Duration((after.seconds - before[i].seconds) / float64(creates) * float64(time.Second))
+		calls := float64(after.calls-before[i].calls) / float64(creates)
 		all += perPod
 		fmt.Fprintf(&table, "| %-16s | %10s per pod | %5.2f%% of the \"off\" p50 | %.2f calls per pod |\n",
-			step.plugin, perPod.Round(100*time.Nanosecond), 100*float64(perPod)/float64(base), calls)
+			step.plugin, perPod.Round(100*time.Nanosecond), 100*float64(perPod)/float64(baseP50), calls)
 	}
-	fmt.Fprintf(&table, "| %-16s | %10s per pod | %5.2f%% of the \"off\" p50 |\n", "all three", all.Round(100*time.Nanosecond), 100*float64(all)/float64(base))
-	fmt.Print(table.String())
-	t.Log(table.String())
+	fmt.Fprintf(&table, "| %-16s | %10s per pod | %5.2f%% of the \"off\" p50 |\n", "all three", all.Round(100*time.Nanosecond), 100*float64(all)/float64(baseP50))
+	return table.String()
 }
 
 // admissionStep is one plugin in one admission phase, as the server's

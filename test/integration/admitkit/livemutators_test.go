@@ -110,7 +110,6 @@ func entryOf(u *unstructured.Unstructured, id string) (map[string]any, bool) {
 func TestLiveMutatorKubectl(t *testing.T) { onEachHost(t, testLiveMutatorKubectl) }
 
 func testLiveMutatorKubectl(t *testing.T, h *host) {
-	requirePlugin(t, "LocationMutator")
 	ns := "live-kubectl"
 	framework.CreateNamespace(t, h.server.AdminConfig(), ns, nil)
 	client := framework.KubeClient(t, h.server.AdminConfig())
@@ -193,7 +192,6 @@ func testLiveMutatorKubectl(t *testing.T, h *host) {
 // reach pods: from the create's response to the sending of the first pod
 // that shows it. Logged, never asserted.
 func TestLiveMutatorPropagation(t *testing.T) {
-	requirePlugin(t, "LocationMutator")
 	ns := "live-propagation"
 	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	client := framework.KubeClient(t, server.AdminConfig())
@@ -233,7 +231,6 @@ func TestLiveMutatorPropagation(t *testing.T) {
 // set of mutators the server ever ran is a run of consecutive ones, so a pod
 // carrying any other set would have seen half of a system.
 func TestLiveMutatorSnapshots(t *testing.T) {
-	requirePlugin(t, "LocationMutator")
 	ns := "live-snapshots"
 	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	client := framework.KubeClient(t, server.AdminConfig())
@@ -327,7 +324,6 @@ func consecutive(on []int) bool {
 // 503, which client-go retries) rather than admitting a pod before it has
 // read them.
 func TestLiveMutatorRestart(t *testing.T) {
-	requirePlugin(t, "LocationMutator")
 	cfg := framework.Config{
 		AdmissionConfig: liveOnlyAdmissionConfig,
 		Args:            []string{"--enable-admission-plugins=LocationMutator"},

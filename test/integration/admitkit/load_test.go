@@ -155,8 +155,6 @@ func checkLoadPod(pod *corev1.Pod, ns string) []string {
 // concurrent clients with five presets and five mutators matching each:
 // every pod is created once, and has every injection exactly once.
 func TestLoad(t *testing.T) {
-	requirePlugin(t, "PodPreset")
-	requirePlugin(t, "LocationMutator")
 	total := 1000
 	if v := os.Getenv("ADMITKIT_LOAD_PODS"); v != "" {
 		n, err := strconv.Atoi(v)

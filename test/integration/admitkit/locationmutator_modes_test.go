@@ -50,7 +50,6 @@ func pullPolicies(pod *corev1.Pod) []corev1.PullPolicy {
 func TestLocationMutatorWarnMode(t *testing.T) { onEachHost(t, testLocationMutatorWarnMode) }
 
 func testLocationMutatorWarnMode(t *testing.T, h *host) {
-	requirePlugin(t, locationmutator.PluginName)
 	ns := lmModesNamespace
 	framework.CreateNamespace(t, h.server.AdminConfig(), ns, nil)
 	assigns := framework.DynamicClient(t, h.server.AdminConfig()).Resource(assignGVR)
@@ -156,7 +155,6 @@ func TestLocationMutatorGatekeeperAnnotations(t *testing.T) {
 }
 
 func testLocationMutatorGatekeeperAnnotations(t *testing.T, h *host) {
-	requirePlugin(t, locationmutator.PluginName)
 	ctx := context.Background()
 	client := framework.KubeClient(t, h.server.AdminConfig())
 	framework.CreateNamespace(t, h.server.AdminConfig(), "lm-annotations", nil)

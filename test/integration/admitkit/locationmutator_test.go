@@ -45,7 +45,6 @@ func checkAlwaysPull(t *testing.T, pod *corev1.Pod) {
 }
 
 func TestLocationMutatorPods(t *testing.T) {
-	requirePlugin(t, "LocationMutator")
 	ctx := context.Background()
 	ns := "lm-pods"
 	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
@@ -70,7 +69,6 @@ func TestLocationMutatorPods(t *testing.T) {
 }
 
 func TestLocationMutatorDeployment(t *testing.T) {
-	requirePlugin(t, "LocationMutator")
 	ns := "lm-deployment"
 	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	pods := createDeployment(t, ns, "web", map[string]string{"app": "web"}, 2, "app", "sidecar", "logger")
@@ -80,7 +78,6 @@ func TestLocationMutatorDeployment(t *testing.T) {
 }
 
 func TestLocationMutatorNamespaceLabel(t *testing.T) {
-	requirePlugin(t, "LocationMutator")
 	ns := framework.CreateNamespace(t, server.AdminConfig(), "lm-labelled", map[string]string{"team": "a"})
 	if ns.Labels["admitkit-mutated"] != "true" || ns.Labels["team"] != "a" {
 		t.Errorf("new namespace lm-labelled labels %v, want admitkit-mutated=true beside team=a", ns.Labels)
@@ -94,7 +91,6 @@ func TestLocationMutatorNamespaceLabel(t *testing.T) {
 // TestLocationMutatorCustomResource mutates objects of a CRD: the plugin
 // runs in the apiextensions server of the chain too.
 func TestLocationMutatorCustomResource(t *testing.T) {
-	requirePlugin(t, "LocationMutator")
 	ctx := context.Background()
 	ns := "lm-widgets"
 	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
@@ -167,7 +163,6 @@ func TestLocationMutatorCustomResource(t *testing.T) {
 // request with an error naming the plugin, instead of storing a broken or
 // unmutated object.
 func TestLocationMutatorRejects(t *testing.T) {
-	requirePlugin(t, "LocationMutator")
 	ns := "lm-reject"
 	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	pod := framework.Pod("proxy", nil, "proxy")
@@ -182,7 +177,6 @@ func TestLocationMutatorRejects(t *testing.T) {
 // TestLocationMutatorBadConfig starts servers with broken configurations:
 // each must fail start-up with the mutator and field named.
 func TestLocationMutatorBadConfig(t *testing.T) {
-	requirePlugin(t, "LocationMutator")
 	if testing.Short() {
 		t.Skip("starts more servers")
 	}

@@ -30,6 +30,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/podpreset"
 	"github.com/admitkit/admitkit/test/apiserver"
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
@@ -41,11 +44,11 @@ var (
 	// hosts are where this package's admitkit plugins run, in the order
 	// onEachHost tries them.
 	hosts []*host
-	// registered is which admitkit plugins the build has; a test of a
-	// plugin that is not there fails: plugin.RegisterAllAdmissionPlugins
-	// lost it.
-	registered []string
 )
+
+// admitkitPlugins are the plugins this package tests; the server enables
+// them all.
+var admitkitPlugins = []string{locationmutator.PluginName, noderestriction.PluginName, podpreset.PluginName}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -59,11 +62,14 @@ func run(m *testing.M) int {
 		return 1
 	}
 
-	registered = apiserver.AdmitkitPlugins()
-	cfg := serverConfig()
-	if len(registered) > 0 {
-		cfg.Args = append(cfg.Args, "--enable-admission-plugins="+strings.Join(registered, ","))
+	// One check for every test: a build that lost a plugin fails the
+	// package, rather than a test of that plugin skipping.
+	if registered := apiserver.AdmitkitPlugins(); !slices.Equal(registered, admitkitPlugins) {
+		fmt.Fprintf(os.Stderr, "this build registers the admitkit plugins %v, want %v (plugin.RegisterAllAdmissionPlugins)\n", registered, admitkitPlugins)
+		return 1
 	}
+	cfg := serverConfig()
+	cfg.Args = append(cfg.Args, "--enable-admission-plugins="+strings.Join(admitkitPlugins, ","))
 	srv, err := framework.Start(cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting kube-apiserver: %v\n(server log: %s)\n", err, logFile.Name())
@@ -134,7 +140,7 @@ func webhookConfig(identity string) framework.WebhookConfig {
 	return framework.WebhookConfig{
 		AdmissionConfig: admissionConfig,
 		Files:           map[string]string{"mutators.yaml": mutatorFile},
-		Plugins:         append(append([]string(nil), registered...), "SettingsDefaults", "SettingsValidation"),
+		Plugins:         append(append([]string(nil), admitkitPlugins...), "SettingsDefaults", "SettingsValidation"),
 		Identity:        identity,
 	}
 }
@@ -246,15 +252,6 @@ spec:
     assign:
       value: "true"
 `
-
-// requirePlugin fails the test, never skips it, when the build lacks the
-// plugin it tests: a missing plugin is a broken build, not an optional one.
-func requirePlugin(t *testing.T, name string) {
-	t.Helper()
-	if !slices.Contains(registered, name) {
-		t.Fatalf("this build registers no %s admission plugin (plugin.RegisterAllAdmissionPlugins has %v)", name, registered)
-	}
-}
 
 // host is one place where admitkit's plugins serve a kube-apiserver: the
 // custom build with them compiled in ("in-process"), or admitkit's webhook

@@ -102,9 +102,6 @@ var metricsAdmissionConfig = framework.AdmissionConfiguration(framework.Location
 // gauges must show this server's mutators and presets. Counters are read as
 // differences.
 func TestMetrics(t *testing.T) {
-	requirePlugin(t, "PodPreset")
-	requirePlugin(t, "LocationMutator")
-	requirePlugin(t, "NodeRestriction")
 	if testing.Short() {
 		t.Skip("starts another server")
 	}

@@ -164,7 +164,6 @@ func resourceSlice(name, node string) *resourcev1.ResourceSlice {
 // and its node's ResourceSlices, and nothing of another node; a token
 // that names no node may write nothing.
 func TestNodeDaemon(t *testing.T) {
-	requirePlugin(t, "NodeRestriction")
 	ctx := context.Background()
 	admin := framework.KubeClient(t, server.AdminConfig())
 	registerNode(t, "node-1")

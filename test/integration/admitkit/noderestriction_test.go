@@ -79,7 +79,6 @@ func registerNode(t *testing.T, node string) *corev1.Node {
 }
 
 func TestNodeRegistration(t *testing.T) {
-	requirePlugin(t, "NodeRestriction")
 	ctx := context.Background()
 	registerNode(t, "node-1")
 	client := nodeClient(t, "node-1")
@@ -97,7 +96,6 @@ func TestNodeRegistration(t *testing.T) {
 }
 
 func TestNodeSelfLabelling(t *testing.T) {
-	requirePlugin(t, "NodeRestriction")
 	registerNode(t, "node-1")
 	nodes := nodeClient(t, "node-1").CoreV1().Nodes()
 	label := func(key, value string) error {
@@ -140,7 +138,6 @@ func TestNodeSelfLabelling(t *testing.T) {
 }
 
 func TestNodeTouchingAnotherNode(t *testing.T) {
-	requirePlugin(t, "NodeRestriction")
 	ctx := context.Background()
 	registerNode(t, "node-1")
 	if _, err := framework.KubeClient(t, server.AdminConfig()).CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "other-node"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -157,7 +154,6 @@ func TestNodeTouchingAnotherNode(t *testing.T) {
 }
 
 func TestNodeMirrorPods(t *testing.T) {
-	requirePlugin(t, "NodeRestriction")
 	ctx := context.Background()
 	ns := "nr-mirror"
 	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
@@ -217,7 +213,6 @@ func TestNodeMirrorPods(t *testing.T) {
 }
 
 func TestNodeLease(t *testing.T) {
-	requirePlugin(t, "NodeRestriction")
 	ctx := context.Background()
 	leases := nodeClient(t, "node-1").CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	lease := func(name string) *coordinationv1.Lease {
@@ -241,7 +236,6 @@ func TestNodeLease(t *testing.T) {
 }
 
 func TestNodeTokenRequest(t *testing.T) {
-	requirePlugin(t, "NodeRestriction")
 	ctx := context.Background()
 	ns := "nr-token"
 	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)

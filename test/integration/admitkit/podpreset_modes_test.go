@@ -38,7 +38,6 @@ const modesNamespace = "pp-modes"
 func TestPodPresetWarnMode(t *testing.T) { onEachHost(t, testPodPresetWarnMode) }
 
 func testPodPresetWarnMode(t *testing.T, h *host) {
-	requirePlugin(t, podpreset.PluginName)
 	ns := modesNamespace
 	framework.CreateNamespace(t, h.server.AdminConfig(), ns, nil)
 	preset := `apiVersion: settings.k8s.io/v1alpha1

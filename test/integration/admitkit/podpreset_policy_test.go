@@ -120,7 +120,6 @@ func TestPodPresetTargetingAndPolicies(t *testing.T) {
 }
 
 func testPodPresetTargetingAndPolicies(t *testing.T, h *host) {
-	requirePlugin(t, "PodPreset")
 	ns := "pp-policies"
 	framework.CreateNamespace(t, h.server.AdminConfig(), ns, nil)
 	everyContainer := []string{"init", "log-shipper", "app", "istio-proxy"}

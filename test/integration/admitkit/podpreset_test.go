@@ -127,7 +127,6 @@ func checkInjected(t *testing.T, pod *corev1.Pod, ns string) {
 }
 
 func TestPodPresetInjectsPods(t *testing.T) {
-	requirePlugin(t, "PodPreset")
 	ctx := context.Background()
 	ns := "pp-inject"
 	setUpPresets(t, ns)
@@ -181,7 +180,6 @@ func TestPodPresetInjectsPods(t *testing.T) {
 // TestPodPresetDeployment creates a Deployment: the in-process Deployment
 // and ReplicaSet controllers create its pods, and every one has the presets.
 func TestPodPresetDeployment(t *testing.T) {
-	requirePlugin(t, "PodPreset")
 	ns := "pp-deployment"
 	setUpPresets(t, ns)
 	pods := createDeployment(t, ns, "web", map[string]string{"app": "web"}, 3, "app", "sidecar")
@@ -246,7 +244,6 @@ func (w *warningRecorder) all() []string {
 }
 
 func TestPodPresetConflict(t *testing.T) {
-	requirePlugin(t, "PodPreset")
 	ctx := context.Background()
 	ns := "pp-conflict"
 	setUpPresets(t, ns)
@@ -323,7 +320,6 @@ spec:
 // synced: the pod must get its presets (client-go retries the plugin's 503
 // until the cache is filled), never be admitted without them.
 func TestPodPresetBeforeCacheSync(t *testing.T) {
-	requirePlugin(t, "PodPreset")
 	if testing.Short() {
 		t.Skip("starts two more servers")
 	}

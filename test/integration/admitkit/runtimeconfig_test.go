@@ -30,7 +30,6 @@ import (
 // could never sync, because --runtime-config leaves what it watches off:
 // each must fail start-up naming both flags and the resource.
 func TestPodPresetNeedsSettingsServed(t *testing.T) {
-	requirePlugin(t, "PodPreset")
 	if testing.Short() {
 		t.Skip("starts more servers")
 	}

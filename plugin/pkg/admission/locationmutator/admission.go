@@ -58,7 +58,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninitializer "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/client-go/dynamic"
@@ -93,19 +92,27 @@ const ReinvocationAnnotationKey = "locationmutator.admission.admitkit.io/mutatio
 // and fails (stopping kube-apiserver) on any invalid or conflicting mutator.
 func Register(plugins *admission.Plugins) {
 	plugins.Register(PluginName, func(config io.Reader) (admission.Interface, error) {
-		cfg, err := LoadConfiguration(config)
-		if err != nil {
-			return nil, err
-		}
-		s, err := newSystem(cfg)
-		if err != nil {
-			return nil, err
-		}
-		p := NewPlugin(s)
-		p.watchMutators = cfg.WatchMutators
-		p.mutationAnnotations = cfg.MutationAnnotations
-		return p, nil
+		return newConfiguredPlugin(config)
 	})
+}
+
+// newConfiguredPlugin is the plugin of a configuration.
+func newConfiguredPlugin(config io.Reader) (*Plugin, error) {
+	cfg, err := LoadConfiguration(config)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newSystem(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := NewPlugin(s)
+	if p.providers, err = newProviders(cfg.ExternalData); err != nil {
+		return nil, err
+	}
+	p.watchMutators = cfg.WatchMutators
+	p.mutationAnnotations = cfg.MutationAnnotations
+	return p, nil
 }
 
 // Plugin is the LocationMutator admission plugin.
@@ -126,6 +133,10 @@ type Plugin struct {
 	// mutationAnnotations writes Gatekeeper's mutation annotations on the
 	// objects the mutators change.
 	mutationAnnotations bool
+
+	// providers answer the mutators' externalData (providers.go); nil
+	// runs them without, as an offline host does.
+	providers *providers
 
 	// The live source (watchMutators) and what it needs.
 	watchMutators bool
@@ -241,6 +252,9 @@ func (p *Plugin) startLive() {
 	events := newEventRecorder(p.kubeClient, p.stop)
 	p.live = newLiveSource(p.static, p.dynamicClient, p.identity, events, func(s *mutation.System) { p.current.Store(s) })
 	p.live.run(p.stop)
+	if p.providers != nil {
+		p.providers.watchLive(p.dynamicClient, events, p.stop)
+	}
 }
 
 func (p *Plugin) lookupNamespaceLabels(name string) (labels.Labels, error) {
@@ -303,7 +317,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 	if !matched {
 		return nil
 	}
-	return p.mutate(a, o, obj, candidates, &target)
+	return p.mutate(ctx, a, o, obj, candidates, &target)
 }
 
 // target describes the object to the matchers the way Gatekeeper's webhook
@@ -333,8 +347,8 @@ func (p *Plugin) target(a admission.Attributes, accessor metav1.Object) match.Ta
 
 // mutate runs the candidates on the request's object and, when they
 // changed it, annotates and records it.
-func (p *Plugin) mutate(a admission.Attributes, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) error {
-	res, failed, err := p.apply(o, obj, a.GetKind(), candidates, target)
+func (p *Plugin) mutate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) error {
+	res, failed, err := p.apply(externalRequest{ctx, a, false}, o, obj, candidates, target)
 	if err != nil {
 		return err
 	}
@@ -358,25 +372,30 @@ func (p *Plugin) recordMutated(a admission.Attributes, obj runtime.Object, res m
 	return nil
 }
 
-// apply changes obj, of kind gvk, as the candidates say, and leaves it
-// alone when they change nothing. Custom resources arrive unstructured and
-// are mutated in place; built-in objects are mutated as versioned typed
-// objects, in place when the request holds one and converted back into
-// the internal one otherwise. failed is the mutators' own failure on the
-// object, which refuses it; err is the server's (a conversion).
-func (p *Plugin) apply(o admission.ObjectInterfaces, obj runtime.Object, gvk schema.GroupVersionKind, candidates []*mutation.Mutator, target *match.Target) (res mutation.Result, failed, err error) {
+// apply changes obj, of the request's kind, as the candidates say, and
+// leaves it alone when they change nothing. Custom resources arrive
+// unstructured and are mutated in place; built-in objects are mutated as
+// versioned typed objects, in place when the request holds one and
+// converted back into the internal one otherwise. failed is the mutators'
+// own failure on the object, which refuses it; err is the server's (a
+// conversion, or the providers not known yet).
+func (p *Plugin) apply(xr externalRequest, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) (res mutation.Result, failed, err error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		res, failed = mutation.Mutate(candidates, u.Object, target)
-		return res, failed, nil
+		return p.runWithExternal(xr, candidates, func(ext *mutation.External) (mutation.Result, error) {
+			return mutation.MutateWithExternal(candidates, u.Object, target, ext)
+		})
 	}
 	var none mutation.Result
+	gvk := xr.a.GetKind()
 	versionedObj, internal, err := versioned.To(obj, gvk, o)
 	if err != nil {
 		return none, nil, apierrors.NewInternalError(fmt.Errorf("%s: converting to %v: %w", PluginName, gvk, err))
 	}
-	res, failed = mutation.MutateTyped(candidates, versionedObj, target)
-	if failed != nil {
-		return none, failed, nil
+	res, failed, err = p.runWithExternal(xr, candidates, func(ext *mutation.External) (mutation.Result, error) {
+		return mutation.MutateTypedWithExternal(candidates, versionedObj, target, ext)
+	})
+	if failed != nil || err != nil {
+		return none, failed, err
 	}
 	if res.Mutated() && internal {
 		if err := versioned.Back(versionedObj, obj, o); err != nil {

@@ -151,7 +151,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad value", config(strings.Replace(ownerLabel, "value: platform", "value: [a]", 1)), []string{`AssignMetadata "owner": spec.parameters.assign.value: Invalid value`}},
 		{"unknown kind", config(strings.Replace(pullAlways, "kind: Assign", "kind: Mutate", 1)), []string{`Mutate "always-pull": kind: Unsupported value`}},
 		{"duplicate name", config(pullAlways, pullAlways), []string{`Assign "always-pull": metadata.name: Duplicate value`}},
-		{"external data", config(strings.Replace(pullAlways, "{assign: {value: Always}}", "{assign: {externalData: {provider: p}}}", 1)), []string{`Assign "always-pull": spec.parameters.assign.externalData: Forbidden`}},
+		{"external data without its default", config(strings.Replace(pullAlways, "{assign: {value: Always}}", "{assign: {externalData: {provider: p, failurePolicy: UseDefault}}}", 1)), []string{`Assign "always-pull": spec.parameters.assign.externalData.default: Required`}},
 		{"conflict names both", config(pullAlways, strings.NewReplacer("always-pull", "as-object", `"spec.containers[name:*].imagePullPolicy"`, "spec.containers.imagePullPolicy").Replace(pullAlways)),
 			[]string{`Assign "always-pull" and Assign "as-object" conflict`}},
 		{"missing file", header + "mutatorFiles: [/nonexistent/mutators.yaml]\n", []string{"/nonexistent/mutators.yaml"}},

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,7 +74,7 @@ func gvrOf(kind string) schema.GroupVersionResource {
 func newLiveFixture(t testing.TB, staticMutators []string, reactors ...func(*dynamicfake.FakeDynamicClient)) *liveFixture {
 	t.Helper()
 	listKinds := map[schema.GroupVersionResource]string{}
-	for _, k := range watchedKinds {
+	for _, k := range append(slices.Clone(watchedKinds), providerKind) {
 		listKinds[k.gvr] = k.kind + "List"
 	}
 	f := &liveFixture{

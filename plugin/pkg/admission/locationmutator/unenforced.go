@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -50,6 +51,8 @@ type trial struct {
 	// err is the refusal it would have caused; nil when it would have
 	// changed the object.
 	err error
+	// external are the values providers' answers would have written.
+	external []string
 }
 
 // describe says what enforcing the mutator would do to the object, ref
@@ -61,10 +64,14 @@ func (t trial) describe(ref string) string {
 		}
 		return "would refuse " + ref + ": " + mutation.Shorten(t.err.Error(), maxRefusalLength)
 	}
-	if ref == "" {
-		return "would " + t.mutator.Effect()
+	effect := t.mutator.Effect()
+	if t.mutator.UsesExternalData() && len(t.external) > 0 {
+		effect += fmt.Sprintf(" (the answer: %s)", mutation.Shorten(strings.Join(t.external, ", "), maxRefusalLength))
 	}
-	return "would " + t.mutator.Effect() + " in " + ref
+	if ref == "" {
+		return "would " + effect
+	}
+	return "would " + effect + " in " + ref
 }
 
 // admitTrying is Admit for candidates some of which are in Warn or Audit
@@ -91,7 +98,7 @@ func (p *Plugin) admitTrying(ctx context.Context, a admission.Attributes, o admi
 		if !matched {
 			return nil
 		}
-		return p.mutate(a, o, obj, enforced, target)
+		return p.mutate(ctx, a, o, obj, enforced, target)
 	}
 	sent := *target
 	tried := matching(unenforced, &sent, nil)
@@ -108,7 +115,7 @@ func (p *Plugin) admitTrying(ctx context.Context, a admission.Attributes, o admi
 	var res mutation.Result
 	if matched {
 		var failed error
-		if res, failed, err = p.apply(o, obj, a.GetKind(), enforced, target); err != nil {
+		if res, failed, err = p.apply(externalRequest{ctx, a, false}, o, obj, enforced, target); err != nil {
 			return err
 		}
 		if failed != nil {
@@ -119,7 +126,7 @@ func (p *Plugin) admitTrying(ctx context.Context, a admission.Attributes, o admi
 		}
 	}
 	if len(tried) > 0 {
-		p.report(ctx, a, &sent, p.try(a, o, original, obj, candidates, tried, &sent))
+		p.report(ctx, a, &sent, p.try(ctx, a, o, original, obj, candidates, tried, &sent))
 	}
 	return p.recordMutated(a, obj, res, enforced)
 }
@@ -144,7 +151,7 @@ func matching(unenforced []*mutation.Mutator, t *match.Target, tried []*mutation
 // try runs each mutator of tried with the enforced candidates on a copy of
 // original, and returns those whose run refuses the object or gives
 // another object than admitted, the enforced candidates' result.
-func (p *Plugin) try(a admission.Attributes, o admission.ObjectInterfaces, original, admitted runtime.Object, candidates, tried []*mutation.Mutator, sent *match.Target) []trial {
+func (p *Plugin) try(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces, original, admitted runtime.Object, candidates, tried []*mutation.Mutator, sent *match.Target) []trial {
 	var out []trial
 	for _, m := range tried {
 		together := slices.DeleteFunc(slices.Clone(candidates), func(c *mutation.Mutator) bool { return c != m && !c.Enforced() })
@@ -156,7 +163,7 @@ func (p *Plugin) try(a admission.Attributes, o admission.ObjectInterfaces, origi
 			t.Labels = labels.Set(accessor.GetLabels())
 		}
 		// A trial's refusal is reported, never counted as the request's.
-		_, failed, err := p.apply(o, obj, a.GetKind(), together, &t)
+		res, failed, err := p.apply(externalRequest{ctx, a, true}, o, obj, together, &t)
 		if failed != nil {
 			err = refusal(a, failed)
 		}
@@ -165,7 +172,7 @@ func (p *Plugin) try(a admission.Attributes, o admission.ObjectInterfaces, origi
 			continue
 		}
 		if !apiequality.Semantic.DeepEqual(obj, admitted) {
-			out = append(out, trial{mutator: m})
+			out = append(out, trial{mutator: m, external: res.ExternalValues})
 		}
 	}
 	return out

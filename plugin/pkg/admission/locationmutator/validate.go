@@ -41,6 +41,9 @@ import (
 // conflicts with one this server enforces is refused naming it. Deletes
 // are never checked: removing a mutator must always work.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	if p.watchMutators && a.GetSubresource() == "" && isProviderResource(a.GetResource()) {
+		return p.validateProvider(a)
+	}
 	if !p.watchMutators || a.GetSubresource() != "" || !isMutatorResource(a.GetResource()) {
 		return nil
 	}

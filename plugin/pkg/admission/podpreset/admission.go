@@ -381,11 +381,13 @@ func (p *Plugin) cachesSynced() bool {
 // by name. The order only decides where appended items go, but it is the
 // same on every call, unlike upstream's cache order.
 func (p *Plugin) matchingPresets(ctx context.Context, namespace string, podLabels map[string]string) ([]*preset, error) {
-	namespaced, err := p.index.set(namespace).selecting(podLabels, nil)
+	// Most pods match a few presets: the lookups fill buffers on the stack.
+	var namespacedBuf, clusterBuf [8]*compiledPreset
+	namespaced, err := p.index.set(namespace).selecting(podLabels, namespacedBuf[:0])
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("filtering pod presets failed: %w", err))
 	}
-	cluster, err := p.index.set(clusterNamespace).selecting(podLabels, nil)
+	cluster, err := p.index.set(clusterNamespace).selecting(podLabels, clusterBuf[:0])
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("filtering cluster pod presets failed: %w", err))
 	}

@@ -248,8 +248,17 @@ func (m *merger[T]) source(j int) *preset {
 	return m.presets[m.appendedBy()[j-len(m.base)]]
 }
 
-// append adds a copy of preset pi's item at the end of merged.
-func (m *merger[T]) append(pi int, item *T) {
+// keysOf returns the value of every key of item.
+func (m *merger[T]) keysOf(item *T) (keys [maxKeys]itemKey) {
+	for k, key := range m.l.keys {
+		keys[k] = key.of(item)
+	}
+	return keys
+}
+
+// append adds a copy of preset pi's item, whose keys are keys, at the end
+// of merged.
+func (m *merger[T]) append(pi int, item *T, keys *[maxKeys]itemKey) {
 	if !m.own {
 		// The first item appended: make room for every item the presets
 		// could add, so the list is allocated once.
@@ -260,12 +269,12 @@ func (m *merger[T]) append(pi int, item *T) {
 	// No key of an appended item is in the maps yet (or it would have
 	// been a duplicate or a conflict).
 	// placeEnforced appends before index, which then reads every key.
-	for k, key := range m.l.keys {
+	for k := range m.l.keys {
 		switch {
 		case m.at != nil:
-			m.at[k][key.of(item)] = len(m.merged)
+			m.at[k][keys[k]] = len(m.merged)
 		case len(m.merged) < linearSearchMax:
-			m.short[k][len(m.merged)] = key.of(item)
+			m.short[k][len(m.merged)] = keys[k]
 		}
 	}
 	n := len(m.merged)
@@ -290,9 +299,10 @@ func (m *merger[T]) add(pi int) {
 	items := m.l.items(&p.spec)
 	for i := range items {
 		item := &items[i]
+		keys := m.keysOf(item)
 		var found sameKeys[T]
-		for k, key := range m.l.keys {
-			if j, ok := m.find(k, key.of(item)); ok {
+		for k := range m.l.keys {
+			if j, ok := m.find(k, keys[k]); ok {
 				found[k] = sameKey[T]{item: &m.merged[j], at: j}
 			}
 		}
@@ -319,7 +329,7 @@ func (m *merger[T]) add(pi int) {
 			})
 		}
 		if !duplicate && !differs.any() {
-			m.append(pi, item)
+			m.append(pi, item, &keys)
 		}
 	}
 }
@@ -404,7 +414,8 @@ func (m *merger[T]) placeEnforced() {
 	m.replaceClaimed(&cs)
 	for _, c := range cs.list {
 		if !c.placed {
-			m.append(c.pi, c.item)
+			keys := m.keysOf(c.item)
+			m.append(c.pi, c.item, &keys)
 		}
 	}
 }

@@ -37,6 +37,7 @@ var allNames = []string{
 	"assignimage.mutations.gatekeeper.sh",
 	"assignmetadata.mutations.gatekeeper.sh",
 	"modifyset.mutations.gatekeeper.sh",
+	"providers.externaldata.gatekeeper.sh",
 }
 
 func newClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
@@ -89,7 +90,7 @@ func TestInstall(t *testing.T) {
 	}{
 		{"none installed", nil, allNames},
 		{"all installed", allNames, nil},
-		{"Gatekeeper's Assign and ModifySet installed", []string{allNames[0], allNames[3]}, []string{allNames[1], allNames[2]}},
+		{"Gatekeeper's Assign and ModifySet installed", []string{allNames[0], allNames[3]}, []string{allNames[1], allNames[2], allNames[4]}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,7 +134,7 @@ func TestInstallRace(t *testing.T) {
 		t.Fatalf("Install: %v", err)
 	}
 	if got := creates(c); len(got) != len(allNames) {
-		t.Fatalf("tried to create %v, want all four", got)
+		t.Fatalf("tried to create %v, want all five", got)
 	}
 }
 

@@ -34,6 +34,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	externaldatav1beta1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/externaldata/v1beta1"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
@@ -45,14 +46,16 @@ import (
 // are held together.
 func TestManifests(t *testing.T) {
 	type served struct {
-		kind, plural string
-		versions     []string
-		storage      string
+		group, kind, plural, singular string
+		versions                      []string
+		storage                       string
 	}
 	want := map[string]served{}
 	for _, k := range mutation.Kinds {
-		want[k.Resource+"."+mutationsv1.Group] = served{k.Name, k.Resource, slices.Sorted(slices.Values(k.Versions)), k.Versions[0]}
+		want[k.Resource+"."+mutationsv1.Group] = served{mutationsv1.Group, k.Name, k.Resource, k.Resource, slices.Sorted(slices.Values(k.Versions)), k.Versions[0]}
 	}
+	// Gatekeeper's Provider, at the versions Gatekeeper serves.
+	want[externaldatav1beta1.Resource+"."+externaldatav1beta1.Group] = served{externaldatav1beta1.Group, externaldatav1beta1.Kind, externaldatav1beta1.Resource, "provider", []string{"v1alpha1", "v1beta1"}, "v1beta1"}
 	crds, err := Manifests()
 	if err != nil {
 		t.Fatal(err)
@@ -74,12 +77,12 @@ func TestManifests(t *testing.T) {
 				t.Errorf("apiVersion %s", crd.GetAPIVersion())
 			}
 			for _, c := range []struct{ got, want string }{
-				{str("spec", "group"), "mutations.gatekeeper.sh"},
+				{str("spec", "group"), w.group},
 				{str("spec", "scope"), "Cluster"},
 				{str("spec", "names", "kind"), w.kind},
 				{str("spec", "names", "listKind"), w.kind + "List"},
 				{str("spec", "names", "plural"), w.plural},
-				{str("spec", "names", "singular"), w.plural},
+				{str("spec", "names", "singular"), w.singular},
 			} {
 				if c.got != c.want {
 					t.Errorf("got %q, want %q", c.got, c.want)
@@ -137,7 +140,7 @@ func TestManifestsFitExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append(files, "../../../../../hack/examples/mutators.yaml", "../../../../../hack/examples/admission-config.yaml")
+	files = append(files, "../../../../../hack/examples/mutators.yaml", "../../../../../hack/examples/admission-config.yaml", "../../../../../hack/examples/tag-to-digest.yaml")
 	var mutators []map[string]any
 	for _, f := range files {
 		data, err := os.ReadFile(f)

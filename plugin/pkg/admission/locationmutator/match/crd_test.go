@@ -17,6 +17,8 @@ limitations under the License.
 package match
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"testing"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/crds"
@@ -48,7 +50,9 @@ func TestCRDPatternsAreWildcardRE(t *testing.T) {
 		}
 	}
 	for _, o := range objs {
-		walk(o.Object)
+		if g, _, _ := unstructured.NestedString(o.Object, "spec", "group"); g == "mutations.gatekeeper.sh" {
+			walk(o.Object)
+		}
 	}
 	// 3 fields in 10 served versions.
 	if len(patterns) != 30 {

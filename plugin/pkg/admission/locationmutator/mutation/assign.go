@@ -30,6 +30,7 @@ import (
 type assignment struct {
 	value        any
 	fromMetadata string // "namespace", "name", or "" for value
+	external     *externalRef
 }
 
 // compileAssignField validates parameters.assign. listElement says the
@@ -47,7 +48,7 @@ func compileAssignField(f mutationsv1.AssignField, p *field.Path, listElement bo
 	}
 	switch {
 	case f.ExternalData != nil:
-		errs = append(errs, field.Forbidden(p.Child("externalData"), "external data providers cannot be called from inside kube-apiserver; use value or fromMetadata"))
+		a.external, errs = compileExternalData(f.ExternalData, p.Child("externalData"), listElement, errs)
 	case f.FromMetadata != nil:
 		if f.FromMetadata.Field != "namespace" && f.FromMetadata.Field != "name" {
 			errs = append(errs, field.NotSupported(p.Child("fromMetadata", "field"), f.FromMetadata.Field, []string{"namespace", "name"}))
@@ -82,6 +83,9 @@ func (a assignment) valueFor(md requestMeta) any {
 // write sets the value unless it is there already. A null value is never
 // written where nothing is.
 func (a assignment) write(m *Mutator, s slot, exists bool, md requestMeta) (effect, error) {
+	if a.external != nil {
+		return a.external.write(m, s, exists, md)
+	}
 	v := a.valueFor(md)
 	if (exists && s.holds(v)) || (!exists && v == nil) {
 		return effect{}, nil
@@ -94,6 +98,9 @@ func (a assignment) write(m *Mutator, s slot, exists bool, md requestMeta) (effe
 }
 
 func (a assignment) summary(where string) string {
+	if a.external != nil {
+		return a.external.summary(where)
+	}
 	if a.fromMetadata != "" {
 		return fmt.Sprintf("set %s to the object's %s", where, a.fromMetadata)
 	}

@@ -48,6 +48,11 @@ func newAssignMetadata(a *mutationsv1.AssignMetadata) (*Mutator, field.ErrorList
 			errs = append(errs, field.Invalid(vp.Child("value"), op.value, "labels and annotations are strings"))
 		}
 	}
+	if e := a.Spec.Parameters.Assign.ExternalData; e != nil && e.DataSource != DataSourceUsername {
+		// As in Gatekeeper: a label or annotation that does not exist yet
+		// has no value to send.
+		errs = append(errs, field.NotSupported(vp.Child("externalData", "dataSource"), e.DataSource, []string{DataSourceUsername}))
+	}
 	m.op = op
 	// Add-only: an existing label or annotation is never replaced, which is
 	// also what makes metadata mutators converge.

@@ -19,112 +19,60 @@ package mutation
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
 
+// differenceCase is one case of testdata/gatekeeper-differences.yaml,
+// which test/bench/gatekeeper's TestGatekeeperDifferences reads too.
+type differenceCase struct {
+	Name       string            `json:"name"`
+	Why        string            `json:"why"`
+	Mutators   []json.RawMessage `json:"mutators"`
+	Before     json.RawMessage   `json:"before"`
+	Floats     bool              `json:"floats"`
+	Admitkit   differenceOutcome `json:"admitkit"`
+	Gatekeeper differenceOutcome `json:"gatekeeper"`
+}
+
+// differenceOutcome is what one side makes of a case.
+type differenceOutcome struct {
+	After     json.RawMessage `json:"after"`
+	Error     string          `json:"error"`
+	Mutations string          `json:"mutations"`
+}
+
 // The deliberate differences from Gatekeeper that README.md lists, each
 // run on both the unstructured and the typed path. What Gatekeeper v3.23.1
-// does instead is in each case's comment; test/bench/gatekeeper's
-// TestGatekeeperDifferences runs Gatekeeper itself on the same cases.
+// does instead is in each case; test/bench/gatekeeper's
+// TestGatekeeperDifferences runs Gatekeeper itself on the same file.
 func TestGatekeeperDifferences(t *testing.T) {
-	tests := []struct {
-		name     string
-		mutators []string
-		// before is the pod in YAML. With floats, its numbers are float64,
-		// as encoding/json or an earlier Assign value leaves them.
-		before string
-		floats bool
-		after  string
-	}{
-		// Gatekeeper: "mismatch between path entry (type: List) and
-		// received object (type: <nil>)", issue #3463.
-		{
-			name:     "explicit null list is missing",
-			mutators: []string{podMutator(mutationsv1.KindAssign, "a", "spec.initContainers[name: *].imagePullPolicy", "{assign: {value: Always}}")},
-			before:   `{spec: {initContainers: null, containers: [{name: app, image: nginx}]}}`,
-			after:    `{spec: {initContainers: null, containers: [{name: app, image: nginx}]}}`,
-		},
-		// Gatekeeper: the same mismatch error, on an object.
-		{
-			name:     "explicit null object is missing",
-			mutators: []string{podMutator(mutationsv1.KindAssign, "a", "spec.securityContext.runAsNonRoot", "{assign: {value: true}}")},
-			before:   `{spec: {securityContext: null, containers: [{name: app, image: nginx}]}}`,
-			after:    `{spec: {securityContext: {runAsNonRoot: true}, containers: [{name: app, image: nginx}]}}`,
-		},
-		// Gatekeeper: MustNotExist sees the null as a value and skips.
-		{
-			name: "explicit null passes MustNotExist",
-			mutators: []string{podMutator(mutationsv1.KindAssign, "a", "spec.initContainers[name: init].image",
-				"{pathTests: [{subPath: spec.initContainers, condition: MustNotExist}], assign: {value: busybox}}")},
-			before: `{spec: {initContainers: null, containers: [{name: app, image: nginx}]}}`,
-			after:  `{spec: {initContainers: [{name: init, image: busybox}], containers: [{name: app, image: nginx}]}}`,
-		},
-		// Gatekeeper compares keys with Go's ==, so float64(80) is not
-		// int64(80) and it appends a second port 80.
-		{
-			name:     "a float key equals an integer selector",
-			mutators: []string{podMutator(mutationsv1.KindAssign, "a", "spec.containers[name: app].ports[containerPort: 80].protocol", "{assign: {value: UDP}}")},
-			before:   `{spec: {containers: [{name: app, image: nginx, ports: [{containerPort: 80}]}]}}`,
-			floats:   true,
-			after:    `{spec: {containers: [{name: app, image: nginx, ports: [{containerPort: 80, protocol: UDP}]}]}}`,
-		},
-		// The same through the system: Gatekeeper decodes the first
-		// mutator's value with encoding/json (float64 80), the second does
-		// not find that port and appends {containerPort: 80, protocol: UDP}.
-		{
-			name: "a port an Assign wrote is found by its integer key",
-			mutators: []string{
-				podMutator(mutationsv1.KindAssign, "a-ports", "spec.containers[name: *].ports",
-					"{pathTests: [{subPath: 'spec.containers[name: *].ports', condition: MustNotExist}], assign: {value: [{containerPort: 80}]}}"),
-				podMutator(mutationsv1.KindAssign, "b-protocol", "spec.containers[name: *].ports[containerPort: 80].protocol", "{assign: {value: UDP}}"),
-			},
-			before: `{spec: {containers: [{name: app, image: nginx}]}}`,
-			after:  `{spec: {containers: [{name: app, image: nginx, ports: [{containerPort: 80, protocol: UDP}]}]}}`,
-		},
-		// Gatekeeper appends {name: sidecar}, a container without an
-		// image, which the API server then refuses.
-		{
-			name:     "a prune creates no list element",
-			mutators: []string{podMutator(mutationsv1.KindModifySet, "a", "spec.containers[name: sidecar].args", "{operation: prune, values: {fromList: [--debug]}}")},
-			before:   `{spec: {containers: [{name: app, image: nginx}]}}`,
-			after:    `{spec: {containers: [{name: app, image: nginx}]}}`,
-		},
-		// Gatekeeper writes securityContext: {capabilities: {}}.
-		{
-			name:     "a prune creates no parents",
-			mutators: []string{podMutator(mutationsv1.KindModifySet, "a", "spec.containers[name: app].securityContext.capabilities.add", "{operation: prune, values: {fromList: [NET_RAW]}}")},
-			before:   `{spec: {containers: [{name: app, image: nginx}]}}`,
-			after:    `{spec: {containers: [{name: app, image: nginx}]}}`,
-		},
-		// Gatekeeper appends {name: sidecar} here too: its setter reports a
-		// change even when it writes nothing.
-		{
-			name:     "a merge of nothing creates no list element",
-			mutators: []string{podMutator(mutationsv1.KindModifySet, "a", "spec.containers[name: sidecar].args", "{operation: merge, values: {fromList: []}}")},
-			before:   `{spec: {containers: [{name: app, image: nginx}]}}`,
-			after:    `{spec: {containers: [{name: app, image: nginx}]}}`,
-		},
-		// Gatekeeper's printer leaves ü unquoted, so the location it
-		// reports does not parse again (checked below for ours).
-		{
-			name:     "a non-ASCII key",
-			mutators: []string{`{apiVersion: mutations.gatekeeper.sh/v1, kind: AssignMetadata, metadata: {name: a}, spec: {location: 'metadata.annotations."größe"', parameters: {assign: {value: XL}}}}`},
-			before:   `{metadata: {name: web}, spec: {containers: [{name: app, image: nginx}]}}`,
-			after:    `{metadata: {name: web, annotations: {größe: XL}}, spec: {containers: [{name: app, image: nginx}]}}`,
-		},
+	data, err := os.ReadFile("testdata/gatekeeper-differences.yaml")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
+	var cases []differenceCase
+	if err := yaml.UnmarshalStrict(data, &cases); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			if tc.Admitkit.After == nil || tc.Admitkit.Error != "" {
+				t.Fatal("an admitkit case needs after and no error")
+			}
 			var candidates []*Mutator
-			for _, doc := range tc.mutators {
-				m := mustDecode(t, doc)
+			for _, doc := range tc.Mutators {
+				m := mustDecode(t, string(doc))
 				if again, err := path.Parse(m.location.String()); err != nil || again.String() != m.location.String() {
 					t.Fatalf("location %q does not round-trip: %q, %v", m.location.String(), again.String(), err)
 				}
@@ -135,36 +83,97 @@ func TestGatekeeperDifferences(t *testing.T) {
 				t.Fatal(err)
 			}
 			candidates = sys.Candidates(podTarget().GVK, OperationCreate)
+			target := func() *match.Target {
+				target := podTarget()
+				target.Namespace = "prod"
+				return target
+			}
+			before, after := podDoc(t, tc.Before), podDoc(t, tc.Admitkit.After)
 
 			t.Run("unstructured", func(t *testing.T) {
-				o := obj(t, tc.before)
-				if tc.floats {
-					o = floatObject(t, tc.before)
+				o := obj(t, before)
+				if tc.Floats {
+					o = floatObject(t, before)
 				}
-				if _, err := Mutate(candidates, o, podTarget()); err != nil {
+				res, err := Mutate(candidates, o, target())
+				if err != nil {
 					t.Fatal(err)
 				}
-				equalYAML(t, o, tc.after)
+				equalYAML(t, o, after)
+				checkMutationsAnnotation(t, tc.Admitkit.Mutations, res, candidates)
 			})
 
 			t.Run("typed", func(t *testing.T) {
-				pod := podFromYAML(t, tc.before)
-				if _, err := MutateTyped(candidates, pod, podTarget()); err != nil {
+				pod := podFromYAML(t, before)
+				res, err := MutateTyped(candidates, pod, target())
+				if err != nil {
 					t.Fatal(err)
 				}
 				got, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pod)
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(podFromYAML(t, tc.after))
+				want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(podFromYAML(t, after))
 				if err != nil {
 					t.Fatal(err)
 				}
 				if !jsonEqual(got, want) {
 					t.Fatalf("got:\n%s\nwant:\n%s", toYAML(got), toYAML(want))
 				}
+				checkMutationsAnnotation(t, tc.Admitkit.Mutations, res, candidates)
 			})
 		})
+	}
+}
+
+// podDoc is a case's pod as JSON: web in namespace prod, with the spec
+// and any other metadata the case gives.
+func podDoc(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var metadata map[string]json.RawMessage
+	if md, ok := doc["metadata"]; ok {
+		if err := json.Unmarshal(md, &metadata); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if metadata == nil {
+		metadata = map[string]json.RawMessage{}
+	}
+	metadata["name"], metadata["namespace"] = json.RawMessage(`"web"`), json.RawMessage(`"prod"`)
+	md, err := json.Marshal(metadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc["apiVersion"], doc["kind"], doc["metadata"] = json.RawMessage(`"v1"`), json.RawMessage(`"Pod"`), md
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// checkMutationsAnnotation compares Result.Reached, as the plugin writes
+// it in gatekeeper.sh/mutations, with want, when the case gives one.
+func checkMutationsAnnotation(t *testing.T, want string, res Result, candidates []*Mutator) {
+	t.Helper()
+	if want == "" {
+		return
+	}
+	var names []string
+	for _, id := range res.Reached {
+		for _, m := range candidates {
+			if m.id == id {
+				names = append(names, fmt.Sprintf("%s//%s:%d", id.Kind, id.Name, m.generation))
+			}
+		}
+	}
+	slices.Sort(names)
+	if got := strings.Join(names, ", "); got != want {
+		t.Fatalf("mutations %q, want %q", got, want)
 	}
 }
 

@@ -135,3 +135,17 @@ func checkMutation(t *testing.T, m *Mutator, before, after, wantErr string) {
 		t.Fatalf("second run changed=%v err=%v", changed, err)
 	}
 }
+
+// mutate applies m once to obj, an object in its unstructured form, as a
+// request of one mutator: one scratch, one walk.
+func (m *Mutator) mutate(obj map[string]any, md requestMeta) (bool, error) {
+	e, err := m.mutateUnstructured(obj, md)
+	return e.changed, err
+}
+
+// mutateUnstructured is mutate with the whole effect.
+func (m *Mutator) mutateUnstructured(obj map[string]any, md requestMeta) (effect, error) {
+	sc := jsonScratches.Get().(*jsonScratch)
+	defer sc.release()
+	return (&unstructuredRoot{obj: obj, sc: sc}).apply(m, md)
+}

@@ -22,8 +22,11 @@ const slabChunk = 16
 // slab hands out pointers to values in chunks it keeps. The walker passes
 // objects, slots and lists through interfaces, and each one put there on
 // its own would be an allocation; from a slab, a walk allocates a chunk
-// now and then, and none once the chunks are there. reset frees every
-// value at once: what a walk made is not used after it.
+// now and then, and none once the chunks are there. A request takes one
+// scratch of slabs and resets them before each walk: reset rewinds, so
+// that the next walk overwrites the values the last one left (none is
+// used after its walk), and frees nothing. clear, when the request ends,
+// zeroes them, so that a scratch back in its pool holds on to no object.
 type slab[T any] struct {
 	chunks []*[slabChunk]T
 	used   int
@@ -44,6 +47,7 @@ func (s *slab[T]) put(v T) *T {
 	return p
 }
 
+// reset rewinds s: the next put reuses the first value.
 func (s *slab[T]) reset() { s.used = 0 }
 
 // clear zeroes what was used, so that the slab refers to nothing, and

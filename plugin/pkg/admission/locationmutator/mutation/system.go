@@ -249,6 +249,11 @@ type Result struct {
 	Reached []ID
 	// Passes is the number of passes run.
 	Passes int
+	// ExternalValues are the values written from external data providers'
+	// answers (or their failure policies), sorted, for the reports of
+	// mutators in Warn and Audit mode. MutateWithExternal's caller fills
+	// it from External.WrittenValues.
+	ExternalValues []string
 }
 
 // Mutated reports whether the object changed.
@@ -270,7 +275,14 @@ func (r Result) Mutated() bool { return len(r.Applied) > 0 }
 // and leaves them as Gatekeeper's deep comparison would, one pass later.
 // t.Labels is refreshed from obj on every pass after the first.
 func Mutate(candidates []*Mutator, obj map[string]any, t *match.Target) (Result, error) {
-	return run(candidates, unstructuredRoot(obj), t)
+	return mutateJSON(candidates, obj, t, nil)
+}
+
+// mutateJSON is Mutate with the request's external data (nil for none).
+func mutateJSON(candidates []*Mutator, obj map[string]any, t *match.Target, ext *External) (Result, error) {
+	sc := jsonScratches.Get().(*jsonScratch)
+	defer sc.release()
+	return run(candidates, &unstructuredRoot{obj: obj, sc: sc}, t, ext)
 }
 
 // mutable is an object the system mutates: an unstructured map, or a typed
@@ -284,19 +296,27 @@ type mutable interface {
 	same(snapshot any) (bool, error)
 }
 
-// unstructuredRoot is an object in its unstructured form.
-type unstructuredRoot map[string]any
-
-func (o unstructuredRoot) apply(m *Mutator, md requestMeta) (effect, error) {
-	return m.mutateUnstructured(o, md)
-}
-func (o unstructuredRoot) labels() labels.Labels  { return labelsOf(o) }
-func (o unstructuredRoot) snapshot() (any, error) { return deepCopyJSON(map[string]any(o)), nil }
-func (o unstructuredRoot) same(snapshot any) (bool, error) {
-	return jsonEqual(snapshot, map[string]any(o)), nil
+// unstructuredRoot is an object in its unstructured form, and the
+// request's scratch, which every walk of the request reuses.
+type unstructuredRoot struct {
+	obj map[string]any
+	sc  *jsonScratch
 }
 
-func run(candidates []*Mutator, obj mutable, t *match.Target) (Result, error) {
+func (o *unstructuredRoot) apply(m *Mutator, md requestMeta) (effect, error) {
+	if o.obj == nil {
+		return effect{}, fmt.Errorf("%s: the object is null, there is nothing to mutate", m.id)
+	}
+	o.sc.reset()
+	return m.run(o.sc.object(o.obj), md)
+}
+func (o *unstructuredRoot) labels() labels.Labels  { return labelsOf(o.obj) }
+func (o *unstructuredRoot) snapshot() (any, error) { return deepCopyJSON(o.obj), nil }
+func (o *unstructuredRoot) same(snapshot any) (bool, error) {
+	return jsonEqual(snapshot, o.obj), nil
+}
+
+func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External) (Result, error) {
 	var (
 		res     Result
 		applied []int // indexes of the candidates that changed it, sorted: run order
@@ -315,7 +335,7 @@ func run(candidates []*Mutator, obj mutable, t *match.Target) (Result, error) {
 		if pass > 1 {
 			t.Labels = obj.labels()
 		}
-		p, err := runPass(candidates, obj, t)
+		p, err := runPass(candidates, obj, t, ext)
 		if err != nil {
 			return res, err
 		}
@@ -351,9 +371,9 @@ type pass struct {
 	reached []int // those that reached their location (effect.reached)
 }
 
-func runPass(candidates []*Mutator, obj mutable, t *match.Target) (pass, error) {
+func runPass(candidates []*Mutator, obj mutable, t *match.Target, ext *External) (pass, error) {
 	var p pass
-	md := requestMeta{Namespace: t.Namespace, Name: t.Name}.withValues()
+	md := requestMeta{Namespace: t.Namespace, Name: t.Name, external: ext}.withValues()
 	for i, m := range candidates {
 		ok, err := m.matcher.Matches(t)
 		if err != nil {

@@ -46,8 +46,12 @@ import (
 // holds them, so a write that reads as before (an empty string into an
 // omitempty field, 1024Mi over 1Gi) is not a change.
 func MutateTyped(candidates []*Mutator, obj runtime.Object, t *match.Target) (Result, error) {
+	return mutateTyped(candidates, obj, t, nil)
+}
+
+func mutateTyped(candidates []*Mutator, obj runtime.Object, t *match.Target, ext *External) (Result, error) {
 	ptr := reflect.ValueOf(obj)
-	if ptr.Kind() != reflect.Pointer || ptr.IsNil() || !typeInfoOf(ptr.Type().Elem()).plainStruct {
+	if ptr.Kind() != reflect.Pointer || ptr.IsNil() || typeInfoOf(ptr.Type().Elem()).shape != shapeObject {
 		return Result{}, fmt.Errorf("%s: cannot mutate a %T in place", describe(t), obj)
 	}
 	accessor, ok := obj.(metav1.Object)
@@ -57,8 +61,24 @@ func MutateTyped(candidates []*Mutator, obj runtime.Object, t *match.Target) (Re
 	sc := typedScratches.Get().(*typedScratch)
 	defer sc.release()
 	root := structObject{v: ptr.Elem(), info: typeInfoOf(ptr.Type().Elem()), sc: sc}
-	return run(candidates, &typedRoot{root: root, obj: obj, accessor: accessor}, t)
+	return run(candidates, &typedRoot{root: root, obj: obj, accessor: accessor}, t, ext)
 }
+
+// The walker's interfaces, and the typed form's implementations of them
+// (the unstructured form's are in unstructured.go).
+var (
+	_ object = (*structObject)(nil)
+	_ object = (*typedMap)(nil)
+	_ object = absentObject{}
+	_ object = misfitObject{}
+	_ slot   = (*typedField)(nil)
+	_ slot   = (*typedMapEntry)(nil)
+	_ slot   = absentField{}
+	_ slot   = unusableField{}
+	_ list   = (*typedList)(nil)
+	_ list   = absentList{}
+	_ list   = misfitList{}
+)
 
 // typedRoot is a typed object under mutation, for run.
 type typedRoot struct {
@@ -192,7 +212,7 @@ func (s *typedField) object() (object, bool) {
 	info := s.f.info
 	exists := s.exists()
 	switch {
-	case info.plainStruct:
+	case info.shape == shapeObject:
 		// A struct always reads as present, unless omitzero leaves it
 		// out: then it is as new.
 		o := structObject{v: s.v, info: info, sc: s.sc}
@@ -200,12 +220,12 @@ func (s *typedField) object() (object, bool) {
 			o.made = inMade
 		}
 		return s.sc.structs.put(o), true
-	case info.pointerToStruct:
+	case info.shape == shapePointerToObject:
 		if exists {
 			return s.sc.structs.put(structObject{v: s.v.Elem(), info: info.elemInfo(), sc: s.sc}), true
 		}
 		return s.sc.newStruct(info.elemInfo(), true), true
-	case info.stringMap:
+	case info.shape == shapeStringMap:
 		return s.sc.maps.put(typedMap{v: s.v, info: info, sc: s.sc}), true
 	case !exists:
 		return misfitObject{}, true
@@ -229,7 +249,7 @@ func (s *typedField) attach(o object) (bool, error) {
 
 func (s *typedField) list() (list, bool) {
 	switch {
-	case s.f.info.list:
+	case s.f.info.shape == shapeList:
 		return s.sc.lists.put(typedList{v: s.v, info: s.f.info, sc: s.sc}), true
 	case !s.exists():
 		return misfitList{s.v.Type()}, true
@@ -346,9 +366,9 @@ func (l *typedList) len() int { return l.v.Len() }
 func (l *typedList) elem(j int) (object, bool) {
 	e, ei := l.v.Index(j), l.info.elemInfo()
 	switch {
-	case ei.plainStruct:
+	case ei.shape == shapeObject:
 		return l.sc.structs.put(structObject{v: e, info: ei, sc: l.sc}), true
-	case ei.pointerToStruct && !e.IsNil():
+	case ei.shape == shapePointerToObject && !e.IsNil():
 		return l.sc.structs.put(structObject{v: e.Elem(), info: ei.elemInfo(), sc: l.sc}), true
 	}
 	return nil, false
@@ -370,9 +390,9 @@ func (l *typedList) elemEqual(j int, v any) bool {
 func (l *typedList) newElement(key string, value any) (object, error) {
 	var o *structObject
 	switch ei := l.info.elemInfo(); {
-	case ei.plainStruct:
+	case ei.shape == shapeObject:
 		o = l.sc.newStruct(ei, false)
-	case ei.pointerToStruct:
+	case ei.shape == shapePointerToObject:
 		o = l.sc.newStruct(ei.elemInfo(), true)
 	default:
 		return nil, fmt.Errorf("the list holds %v values, not objects", ei.t)
@@ -451,15 +471,25 @@ func (l *typedList) retain(keep []bool) effect {
 // decoding.
 type absentField struct{}
 
-func (absentField) exists() bool                      { return false }
-func (absentField) typeName() string                  { return "no such field" }
-func (absentField) object() (object, bool)            { return absentObject{}, true }
-func (absentField) attach(object) (bool, error)       { return false, nil }
-func (absentField) list() (list, bool)                { return absentList{}, true }
-func (absentField) holds(any) bool                    { return false }
-func (absentField) str() (string, bool)               { return "", false }
-func (absentField) set(any) (effect, error)           { return effect{wrote: true}, nil }
-func (absentObject) field(string, *fieldHint) slot    { return absentField{} }
+func (absentField) exists() bool                { return false }
+func (absentField) typeName() string            { return "no such field" }
+func (absentField) object() (object, bool)      { return absentObject{}, true }
+func (absentField) attach(object) (bool, error) { return false, nil }
+func (absentField) list() (list, bool)          { return absentList{}, true }
+func (absentField) holds(any) bool              { return false }
+func (absentField) str() (string, bool)         { return "", false }
+func (absentField) set(any) (effect, error)     { return effect{wrote: true}, nil }
+
+// absentObject is an object below an absentField: all its fields are
+// absent too.
+type absentObject struct{}
+
+func (absentObject) field(string, *fieldHint) slot { return absentField{} }
+
+// absentList is a list below an absentField: empty, and what is written
+// into it is dropped.
+type absentList struct{}
+
 func (absentList) len() int                           { return 0 }
 func (absentList) elem(int) (object, bool)            { return nil, false }
 func (absentList) elemTypeName(int) string            { return "" }
@@ -476,10 +506,6 @@ func (absentList) appendValues([]any) (effect, error) {
 func (absentList) newElement(string, any) (object, error) {
 	return absentObject{}, nil
 }
-
-type absentObject struct{}
-
-type absentList struct{}
 
 // unusableField is a field the walker cannot read or write safely (an
 // unexported one, or a name two fields claim): every use is an error.

@@ -60,21 +60,8 @@ var errNoField = errors.New("no such field")
 
 // typeInfo is what the walker asks of a Go type, worked out once per type.
 type typeInfo struct {
-	// ownForm: the type has an unstructured form of its own (a JSON or
-	// unstructured marshaller: Quantity, IntOrString, Time, RawExtension),
-	// which the converter hands the value to.
-	ownForm bool
-	// scalar: a bool, string, integer or float without a form of its own.
-	scalar bool
-	// pointerToScalar: a pointer to such a scalar.
-	pointerToScalar bool
-	// plainStruct: a struct without a form of its own; pointerToStruct, a
-	// pointer to one.
-	plainStruct, pointerToStruct bool
-	// stringMap: a map with string keys without a form of its own; list,
-	// a slice without one.
-	stringMap, list bool
-	t               reflect.Type
+	shape jsonShape
+	t     reflect.Type
 	// elem is the element type's info, for a map, slice or pointer, made
 	// on first use: types refer to themselves through these.
 	elemOnce sync.Once
@@ -98,18 +85,73 @@ func typeInfoOf(t reflect.Type) *typeInfo {
 	if v, ok := typeInfos.Load(t); ok {
 		return v.(*typeInfo)
 	}
-	info := &typeInfo{t: t, ownForm: ownForm(t), scalar: scalarKind(t) && !ownForm(t)}
-	info.plainStruct = t.Kind() == reflect.Struct && !info.ownForm
-	info.stringMap = t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && !info.ownForm
-	info.list = t.Kind() == reflect.Slice && !info.ownForm
-	if t.Kind() == reflect.Pointer {
-		e := t.Elem()
-		info.pointerToScalar = scalarKind(e) && !ownForm(e)
-		info.pointerToStruct = e.Kind() == reflect.Struct && !ownForm(e)
-	}
+	info := &typeInfo{t: t, shape: shapeOf(t)}
 	info.holders = [2]reflect.Type{holderType(t, false), holderType(t, true)}
 	v, _ := typeInfos.LoadOrStore(t, info)
 	return v.(*typeInfo)
+}
+
+// jsonShape is what a Go type is in the unstructured form (the one
+// runtime.DefaultUnstructuredConverter gives), and so how the walker
+// reads and writes it.
+type jsonShape uint8
+
+const (
+	// shapeOther is nothing the walker goes into or compares as JSON: a
+	// map with keys that are not strings, an interface, a channel.
+	shapeOther jsonShape = iota
+	// shapeOwnForm is whatever the type's own (un)marshaller makes of it,
+	// which the converter hands the value to: Quantity, IntOrString, Time,
+	// RawExtension.
+	shapeOwnForm
+	// shapeScalar is a boolean, a string or a number.
+	shapeScalar
+	// shapePointerToScalar is the same, or null.
+	shapePointerToScalar
+	// shapeObject is an object of the struct's json fields.
+	shapeObject
+	// shapePointerToObject is the same, or null.
+	shapePointerToObject
+	// shapeStringMap is an object with any keys.
+	shapeStringMap
+	// shapeList is a list.
+	shapeList
+)
+
+// jsonShapes says which Go types stand for which JSON shape: a type has
+// the shape of the first row it fits, and a pointer the one pointerShapes
+// gives for the shape of what it points to.
+var jsonShapes = []struct {
+	shape jsonShape
+	fits  func(t reflect.Type) bool
+}{
+	{shapeOwnForm, ownForm},
+	{shapeScalar, scalarKind},
+	{shapeObject, func(t reflect.Type) bool { return t.Kind() == reflect.Struct }},
+	{shapeStringMap, func(t reflect.Type) bool { return t.Kind() == reflect.Map && t.Key().Kind() == reflect.String }},
+	{shapeList, func(t reflect.Type) bool { return t.Kind() == reflect.Slice }},
+}
+
+// pointerShapes are the shapes of pointers, by the shape they point to;
+// a pointer to anything else is shapeOther.
+var pointerShapes = map[jsonShape]jsonShape{
+	shapeScalar: shapePointerToScalar,
+	shapeObject: shapePointerToObject,
+}
+
+// shapeOf reads jsonShapes for t.
+func shapeOf(t reflect.Type) jsonShape {
+	for _, row := range jsonShapes {
+		if row.fits(t) {
+			return row.shape
+		}
+	}
+	if t.Kind() == reflect.Pointer {
+		if shape, ok := pointerShapes[shapeOf(t.Elem())]; ok {
+			return shape
+		}
+	}
+	return shapeOther
 }
 
 // fieldHint keeps, for one node of a mutator's location, the type its name
@@ -194,7 +236,7 @@ func jsonFields(t reflect.Type) map[string]*fieldLookup {
 			idx := append(slices.Clip(prefix), i)
 			n, omitEmpty, omitZero, inline := jsonTag(sf)
 			switch {
-			case inline && typeInfoOf(sf.Type).plainStruct:
+			case inline && typeInfoOf(sf.Type).shape == shapeObject:
 				walk(sf.Type, idx)
 				continue
 			case inline:

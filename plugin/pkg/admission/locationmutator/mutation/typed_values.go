@@ -33,7 +33,7 @@ func present(v reflect.Value, f *jsonField) bool {
 	if f.omitZero != nil && f.omitZero(v) {
 		return false
 	}
-	if f.info.ownForm {
+	if f.info.shape == shapeOwnForm {
 		u, written, err := toUnstructuredValue(v, f.omitEmpty)
 		return err == nil && written && !isNull(u)
 	}
@@ -43,13 +43,13 @@ func present(v reflect.Value, f *jsonField) bool {
 // typedJSON returns the JSON form of v, a value of the type info
 // describes; false when the converter cannot give one.
 func typedJSON(v reflect.Value, info *typeInfo) (any, bool) {
-	if info.pointerToScalar {
+	if info.shape == shapePointerToScalar {
 		if v.IsNil() {
 			return nil, true
 		}
 		v, info = v.Elem(), info.elemInfo()
 	}
-	if info.scalar {
+	if info.shape == shapeScalar {
 		switch v.Kind() {
 		case reflect.String:
 			return v.String(), true
@@ -67,7 +67,7 @@ func typedJSON(v reflect.Value, info *typeInfo) (any, bool) {
 
 // typedString returns v's JSON form if it is a string.
 func typedString(v reflect.Value, info *typeInfo) (string, bool) {
-	if info.scalar && v.Kind() == reflect.String {
+	if info.shape == shapeScalar && v.Kind() == reflect.String {
 		return v.String(), true
 	}
 	u, ok := typedJSON(v, info)
@@ -86,13 +86,13 @@ func typedValueName(v reflect.Value, info *typeInfo) string {
 // typedEqual reports whether the JSON form of v is jsonEqual to x; plain
 // scalars are compared without making their JSON form.
 func typedEqual(v reflect.Value, info *typeInfo, x any) bool {
-	if info.pointerToScalar {
+	if info.shape == shapePointerToScalar {
 		if v.IsNil() {
 			return x == nil
 		}
 		v, info = v.Elem(), info.elemInfo()
 	}
-	if info.scalar {
+	if info.shape == shapeScalar {
 		switch v.Kind() {
 		case reflect.String:
 			s, ok := x.(string)
@@ -125,9 +125,9 @@ func integerOf(x any) (int64, bool) {
 // the same JSON form.
 func sameValue(a, b reflect.Value, info *typeInfo) bool {
 	switch {
-	case info.scalar:
+	case info.shape == shapeScalar:
 		return a.Equal(b)
-	case info.pointerToScalar:
+	case info.shape == shapePointerToScalar:
 		if a.IsNil() || b.IsNil() {
 			return a.IsNil() == b.IsNil()
 		}
@@ -177,9 +177,9 @@ func decodeValue(x any, info *typeInfo) (reflect.Value, error) {
 		return reflect.Zero(t), nil
 	}
 	switch {
-	case info.scalar:
+	case info.shape == shapeScalar:
 		return decodeScalar(x, t)
-	case info.pointerToScalar:
+	case info.shape == shapePointerToScalar:
 		e, err := decodeScalar(x, t.Elem())
 		if err != nil {
 			return reflect.Value{}, err

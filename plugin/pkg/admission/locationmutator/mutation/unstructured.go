@@ -29,6 +29,9 @@ type requestMeta struct {
 	// values are Namespace and Name as the JSON values fromMetadata
 	// writes, made once per pass rather than by every write (withValues).
 	values *[2]any
+	// external holds the request's external data, nil where there is
+	// none (MutateWithExternal).
+	external *External
 }
 
 // withValues returns md with its JSON values made.
@@ -37,23 +40,12 @@ func (md requestMeta) withValues() requestMeta {
 	return md
 }
 
-// mutate applies m once to obj, an object in its unstructured form
-// (map[string]any, as custom resources arrive), in place, and reports
-// whether any value really changed.
-func (m *Mutator) mutate(obj map[string]any, md requestMeta) (bool, error) {
-	e, err := m.mutateUnstructured(obj, md)
-	return e.changed, err
-}
-
-// mutateUnstructured is mutate with the whole effect.
-func (m *Mutator) mutateUnstructured(obj map[string]any, md requestMeta) (effect, error) {
-	if obj == nil {
-		return effect{}, fmt.Errorf("%s: the object is null, there is nothing to mutate", m.id)
-	}
-	sc := jsonScratches.Get().(*jsonScratch)
-	defer sc.release()
-	return m.run(sc.object(obj), md)
-}
+// The unstructured form's implementations of the walker's interfaces.
+var (
+	_ object = (*jsonObject)(nil)
+	_ slot   = (*jsonSlot)(nil)
+	_ list   = (*jsonList)(nil)
+)
 
 // jsonScratch holds the objects, slots and lists of walks on unstructured
 // objects.
@@ -63,7 +55,7 @@ type jsonScratch struct {
 	lists   slab[jsonList]
 }
 
-// jsonScratches keep the chunks of finished walks for the next ones.
+// jsonScratches keep the chunks of finished requests for the next ones.
 var jsonScratches = sync.Pool{New: func() any { return new(jsonScratch) }}
 
 // release empties sc, so that it holds on to no object, and returns it to
@@ -73,6 +65,13 @@ func (sc *jsonScratch) release() {
 	sc.slots.clear()
 	sc.lists.clear()
 	jsonScratches.Put(sc)
+}
+
+// reset rewinds sc for the next walk of the same request.
+func (sc *jsonScratch) reset() {
+	sc.objects.reset()
+	sc.slots.reset()
+	sc.lists.reset()
 }
 
 func (sc *jsonScratch) object(m map[string]any) *jsonObject {

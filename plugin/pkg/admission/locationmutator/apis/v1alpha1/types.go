@@ -82,4 +82,31 @@ type Configuration struct {
 	// gatekeeper.sh/mutation-id is a UUID of that admission. For tools that
 	// read them. Off by default.
 	MutationAnnotations bool `json:"mutationAnnotations,omitempty"`
+
+	// ExternalData configures the providers that an Assign or
+	// AssignMetadata with externalData asks for its value.
+	ExternalData ExternalData `json:"externalData,omitempty"`
+}
+
+// ExternalData configures the calls to Gatekeeper's external data
+// providers. With watchMutators, the Provider objects of
+// externaldata.gatekeeper.sh are followed too; a provider listed here
+// wins over an object of the same name.
+type ExternalData struct {
+	// Providers are Provider manifests (externaldata.gatekeeper.sh/v1beta1
+	// or v1alpha1), written exactly as for Gatekeeper.
+	Providers []json.RawMessage `json:"providers,omitempty"`
+	// ClientCertFile and ClientKeyFile are a PEM certificate and key that
+	// kube-apiserver presents to providers asking for a client
+	// certificate, as Gatekeeper presents its own with
+	// --enable-external-data-client-auth. They are read again when they
+	// change. Both or neither.
+	ClientCertFile string `json:"clientCertFile,omitempty"`
+	ClientKeyFile  string `json:"clientKeyFile,omitempty"`
+	// CacheSize bounds the number of answers kept (per provider and key);
+	// 0 turns the cache off. Default 10000.
+	CacheSize *int `json:"cacheSize,omitempty"`
+	// CacheTTL bounds how long an answer is kept; 0 turns the cache off.
+	// Default 3m, Gatekeeper's.
+	CacheTTL *metav1.Duration `json:"cacheTTL,omitempty"`
 }

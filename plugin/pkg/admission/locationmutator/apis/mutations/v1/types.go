@@ -82,9 +82,8 @@ type AssignField struct {
 	Value *Value `json:"value,omitempty"`
 	// FromMetadata takes the value from the object's own metadata.
 	FromMetadata *FromMetadata `json:"fromMetadata,omitempty"`
-	// ExternalData asks an external data provider for the value. The
-	// LocationMutator refuses it: no provider can be called from inside
-	// kube-apiserver's admission chain.
+	// ExternalData asks an external data provider (an
+	// externaldata.gatekeeper.sh Provider) for the value.
 	ExternalData *ExternalData `json:"externalData,omitempty"`
 }
 
@@ -94,18 +93,28 @@ type FromMetadata struct {
 	Field string `json:"field,omitempty"`
 }
 
-// ExternalData is Gatekeeper's external data source. It is part of the
-// schema so that a Gatekeeper object using it loads, and the LocationMutator
-// can refuse it with a message naming the field.
+// ExternalData is Gatekeeper's external data source: the value written is
+// what the provider answers for the key.
 type ExternalData struct {
-	// Provider is the name of the external data provider.
+	// Provider is the name of the Provider to ask.
+	//
+	// +kubebuilder:validation:Required
 	Provider string `json:"provider,omitempty"`
-	// DataSource is what is sent to the provider.
+	// DataSource is the key sent: ValueAtLocation, the string at the
+	// location, or Username, the requester's name.
+	//
+	// +kubebuilder:validation:Enum=ValueAtLocation;Username
+	// +kubebuilder:default=ValueAtLocation
 	DataSource string `json:"dataSource,omitempty"`
-	// FailurePolicy says what to do when the provider fails.
+	// FailurePolicy says what to do when the provider fails or has no
+	// answer for the key: Fail refuses the object, Ignore leaves the
+	// value as it is, UseDefault writes Default.
+	//
+	// +kubebuilder:validation:Enum=UseDefault;Ignore;Fail
+	// +kubebuilder:default=Fail
 	FailurePolicy string `json:"failurePolicy,omitempty"`
-	// Default is the value used when the provider fails and the policy
-	// says to use it.
+	// Default is the value written when the provider fails and
+	// FailurePolicy is UseDefault.
 	Default string `json:"default,omitempty"`
 }
 

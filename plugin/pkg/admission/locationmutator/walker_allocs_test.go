@@ -1,0 +1,158 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package locationmutator
+
+import (
+	goruntime "runtime"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
+)
+
+// TestWalkerAllocations pins what mutation.Mutate and MutateTyped
+// allocate on the benchmarks' shapes (BenchmarkAdmit*), so that a change
+// that gives back what the slabs and the field hints bought fails here,
+// not only in a benchmark nobody reads. The counts are exact: the walks
+// are deterministic, and a count that drops is news to record here too.
+func TestWalkerAllocations(t *testing.T) {
+	const runs = 50
+	shapes := []struct {
+		name     string
+		mutators []string
+		// typed and unstructured are the allocations per request on a
+		// fresh pod and on one that already has every change.
+		typedFresh, typedMutated, unstructuredFresh, unstructuredMutated float64
+	}{
+		{"ten-matching", tenPodMutators(t), 105, 15, 79, 11},
+		{"ten-matching-with-quantity", append(tenPodMutators(t)[:9:9], quantityLimit), 171, 66, 79, 8},
+		{"one-assign", []string{pullAlways}, 17, 5, 14, 5},
+	}
+	for _, sh := range shapes {
+		t.Run(sh.name, func(t *testing.T) {
+			var ms []*mutation.Mutator
+			for _, doc := range sh.mutators {
+				m, err := mutation.Decode([]byte(doc))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ms = append(ms, m)
+			}
+			sys, err := mutation.NewSystem(ms)
+			if err != nil {
+				t.Fatal(err)
+			}
+			candidates := sys.Candidates(podGVK, mutation.OperationCreate)
+			target := func(pod *corev1.Pod) *match.Target {
+				return &match.Target{GVK: podGVK, Namespace: pod.Namespace, Name: pod.Name, Labels: labels.Set(pod.Labels)}
+			}
+			mutated := threeContainerPod()
+			if res, err := mutation.MutateTyped(candidates, mutated, target(mutated)); err != nil || !res.Mutated() {
+				t.Fatalf("the fresh pod: mutated %v, %v", res.Mutated(), err)
+			}
+			pods := func(from *corev1.Pod) []*corev1.Pod {
+				out := make([]*corev1.Pod, runs+2) // the last one for coldAllocations
+				for i := range out {
+					out[i] = from.DeepCopy()
+				}
+				return out
+			}
+			forms := func(from *corev1.Pod) []map[string]any {
+				out := make([]map[string]any, runs+2) // the last one for coldAllocations
+				for i := range out {
+					u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(from)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out[i] = u
+				}
+				return out
+			}
+			for _, c := range []struct {
+				name string
+				want float64
+				run  func(i int) error
+			}{
+				{"typed/fresh", sh.typedFresh, typedRun(candidates, pods(threeContainerPod()), target)},
+				{"typed/mutated", sh.typedMutated, typedRun(candidates, pods(mutated), target)},
+				{"unstructured/fresh", sh.unstructuredFresh, unstructuredRun(candidates, forms(threeContainerPod()), target(mutated))},
+				{"unstructured/mutated", sh.unstructuredMutated, unstructuredRun(candidates, forms(mutated), target(mutated))},
+			} {
+				i := 0
+				var err error
+				got := testing.AllocsPerRun(runs, func() {
+					if e := c.run(i); e != nil && err == nil {
+						err = e
+					}
+					i++
+				})
+				if err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+				switch {
+				case raceDetector:
+					// The race detector's sync.Pool drops a scratch now
+					// and then, and the next request makes its chunks
+					// again: it may cost up to a request with none.
+					if cold := coldAllocations(c.run, i); got > cold {
+						t.Errorf("%s: %v allocations a request, more than the %v of a request without a pooled scratch", c.name, got, cold)
+					}
+				case got != c.want:
+					t.Errorf("%s: %v allocations a request, want %v", c.name, got, c.want)
+				}
+			}
+		})
+	}
+}
+
+// coldAllocations is what run(i) allocates with the scratch pools
+// emptied (two collections empty a sync.Pool).
+func coldAllocations(run func(int) error, i int) float64 {
+	goruntime.GC()
+	goruntime.GC()
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	_ = run(i)
+	goruntime.ReadMemStats(&after)
+	return float64(after.Mallocs - before.Mallocs)
+}
+
+func typedRun(candidates []*mutation.Mutator, pods []*corev1.Pod, target func(*corev1.Pod) *match.Target) func(int) error {
+	targets := make([]*match.Target, len(pods))
+	for i, p := range pods {
+		targets[i] = target(p)
+	}
+	return func(i int) error {
+		_, err := mutation.MutateTyped(candidates, pods[i], targets[i])
+		return err
+	}
+}
+
+func unstructuredRun(candidates []*mutation.Mutator, objs []map[string]any, target *match.Target) func(int) error {
+	targets := make([]match.Target, len(objs))
+	for i := range objs {
+		targets[i] = *target
+	}
+	return func(i int) error {
+		_, err := mutation.Mutate(candidates, objs[i], &targets[i])
+		return err
+	}
+}
