@@ -96,7 +96,6 @@ func callCount(tp *tagprovider.Provider) int { return len(tp.Calls()) }
 // load that delays nothing else, the Provider edited and deleted live,
 // and bad objects refused at apply with the field named.
 func TestExternalData(t *testing.T) {
-	requirePlugin(t, "LocationMutator")
 	names := []string{"app", "side", "m0", "m1", "m2", "m3", "m4", "s0", "s1", "s2", "s3"}
 	tp := tagprovider.Start(t, digestTable(names, 'a'))
 	client := framework.KubeClient(t, server.AdminConfig())

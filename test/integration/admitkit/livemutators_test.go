@@ -107,18 +107,20 @@ func entryOf(u *unstructured.Unstructured, id string) (map[string]any, bool) {
 // TestLiveMutatorKubectl is the user's path: kubectl apply of an Assign,
 // pods that get it, an edit they follow, the status entry, a delete, and
 // the refusals of broken ones.
-func TestLiveMutatorKubectl(t *testing.T) {
+func TestLiveMutatorKubectl(t *testing.T) { onEachHost(t, testLiveMutatorKubectl) }
+
+func testLiveMutatorKubectl(t *testing.T, h *host) {
 	ns := "live-kubectl"
-	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
-	client := framework.KubeClient(t, server.AdminConfig())
-	assigns := framework.DynamicClient(t, server.AdminConfig()).Resource(assignGVR)
-	id := serverIdentity(t, client)
+	framework.CreateNamespace(t, h.server.AdminConfig(), ns, nil)
+	client := framework.KubeClient(t, h.server.AdminConfig())
+	assigns := framework.DynamicClient(t, h.server.AdminConfig()).Resource(assignGVR)
+	id := h.identity(t)
 	policy := func() corev1.PullPolicy { return dryRunPod(t, client, ns).Spec.Containers[0].ImagePullPolicy }
 	if got := policy(); got != corev1.PullIfNotPresent {
 		t.Fatalf("before any mutator: %q", got)
 	}
 
-	out := mustKubectl(t, liveAssign("live-pull", ns, "Never"), "apply", "-f", "-").Stdout
+	out := h.mustKubectl(t, liveAssign("live-pull", ns, "Never"), "apply", "-f", "-").Stdout
 	if !strings.Contains(out, "assign.mutations.gatekeeper.sh/live-pull created") {
 		t.Fatalf("kubectl apply printed %q", out)
 	}
@@ -135,13 +137,13 @@ func TestLiveMutatorKubectl(t *testing.T) {
 		e, ok := entryOf(u, id)
 		return ok && e["enforced"] == true && e["observedGeneration"] == u.GetGeneration() && e["mutatorUID"] == string(u.GetUID())
 	})
-	status := mustKubectl(t, "", "get", "assign", "live-pull", "-o", "jsonpath={.status.byPod[*].id} {.status.byPod[*].enforced}").Stdout
+	status := h.mustKubectl(t, "", "get", "assign", "live-pull", "-o", "jsonpath={.status.byPod[*].id} {.status.byPod[*].enforced}").Stdout
 	if status != id+" true" {
 		t.Errorf("kubectl get assign shows status %q, want %q", status, id+" true")
 	}
 
 	// An edit: the next pods follow, and the entry observes it.
-	mustKubectl(t, liveAssign("live-pull", ns, "Always"), "apply", "-f", "-")
+	h.mustKubectl(t, liveAssign("live-pull", ns, "Always"), "apply", "-f", "-")
 	framework.Poll(t, "pods to follow the edit", func() bool { return policy() == corev1.PullAlways })
 	framework.Poll(t, "the status entry to observe generation 2", func() bool {
 		u, err := assigns.Get(context.Background(), "live-pull", metav1.GetOptions{})
@@ -162,7 +164,7 @@ func TestLiveMutatorKubectl(t *testing.T) {
 			[]string{"unknown field", "paramters"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := framework.RunKubectl(adminKubeconfig(t), tc.manifest, "apply", "-f", "-")
+			res := framework.RunKubectl(h.adminKubeconfig(t), tc.manifest, "apply", "-f", "-")
 			if res.Err == nil {
 				t.Fatalf("kubectl apply succeeded: %s", res.Stdout)
 			}
@@ -175,14 +177,14 @@ func TestLiveMutatorKubectl(t *testing.T) {
 	}
 
 	// Valid but likely a mistake: admitted, with a warning kubectl prints.
-	res := mustKubectl(t, strings.Replace(liveAssign("live-scope", "live-none", "Never"), "scope: Namespaced", "scope: namespaced", 1), "apply", "-f", "-")
+	res := h.mustKubectl(t, strings.Replace(liveAssign("live-scope", "live-none", "Never"), "scope: Namespaced", "scope: namespaced", 1), "apply", "-f", "-")
 	if !strings.Contains(res.Stderr, `Warning: spec.match.scope: "namespaced"`) {
 		t.Errorf("kubectl printed %q, want the scope warning", res.Stderr)
 	}
-	mustKubectl(t, "", "delete", "assign", "live-scope")
+	h.mustKubectl(t, "", "delete", "assign", "live-scope")
 
 	// Break glass: the delete always works, and the next pods are plain.
-	mustKubectl(t, "", "delete", "assign", "live-pull")
+	h.mustKubectl(t, "", "delete", "assign", "live-pull")
 	framework.Poll(t, "pods to lose the deleted mutator", func() bool { return policy() == corev1.PullIfNotPresent })
 }
 

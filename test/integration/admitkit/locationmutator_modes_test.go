@@ -47,23 +47,24 @@ func pullPolicies(pod *corev1.Pod) []corev1.PullPolicy {
 // user would: applied in Warn mode with kubectl, which prints what it would
 // set while the pod is created as sent and the audit log records it; then
 // switched to Enforce with kubectl annotate, after which it applies.
-func TestLocationMutatorWarnMode(t *testing.T) {
+func TestLocationMutatorWarnMode(t *testing.T) { onEachHost(t, testLocationMutatorWarnMode) }
+
+func testLocationMutatorWarnMode(t *testing.T, h *host) {
 	ns := lmModesNamespace
-	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
-	client := framework.KubeClient(t, server.AdminConfig())
-	assigns := framework.DynamicClient(t, server.AdminConfig()).Resource(assignGVR)
-	id := serverIdentity(t, client)
+	framework.CreateNamespace(t, h.server.AdminConfig(), ns, nil)
+	assigns := framework.DynamicClient(t, h.server.AdminConfig()).Resource(assignGVR)
+	id := h.identity(t)
 
 	manifest := strings.Replace(liveAssign("modes-pull", ns, "Always"), "  name: modes-pull\n",
 		"  name: modes-pull\n  annotations: {"+mutation.ModeAnnotation+": Warn}\n", 1)
-	mustKubectl(t, manifest, "apply", "-f", "-")
-	t.Cleanup(func() { kubectl(t, "", "delete", "assign", "modes-pull") })
+	h.mustKubectl(t, manifest, "apply", "-f", "-")
+	t.Cleanup(func() { h.kubectl(t, "", "delete", "assign", "modes-pull") })
 	want := `Warning: Assign "modes-pull" is in Warn mode; enforced, it would set spec.containers[name: *].imagePullPolicy to "Always" in Pod ` + ns + "/"
 	// Pod names differ from podpreset_modes_test.go's, whose audit events
 	// are found by name. The plugin's watch sees the mutator a moment after it is stored.
-	waitForWarning(t, podYAML(ns, "probe", "web", ""), want+"probe")
+	waitForWarning(t, h, podYAML(ns, "probe", "web", ""), want+"probe")
 
-	r := mustKubectl(t, podYAML(ns, "lm-warned", "web", ""), "create", "-o", "json", "-f", "-")
+	r := h.mustKubectl(t, podYAML(ns, "lm-warned", "web", ""), "create", "-o", "json", "-f", "-")
 	if !strings.Contains(r.Stderr, want+"lm-warned") {
 		t.Errorf("kubectl printed %q, want the warning %q", r.Stderr, want+"lm-warned")
 	}
@@ -82,7 +83,7 @@ func TestLocationMutatorWarnMode(t *testing.T) {
 
 	wantAudit := `Assign/modes-pull (Warn) would set spec.containers[name: *].imagePullPolicy to "Always"`
 	framework.Poll(t, "the audit event of the warned pod's create", func() bool {
-		events, err := framework.AuditEvents(server.AuditLog)
+		events, err := framework.AuditEvents(h.server.AuditLog)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,12 +118,12 @@ func TestLocationMutatorWarnMode(t *testing.T) {
 		return first["type"] == "Mode" && strings.HasPrefix(message, "mode Warn: not enforced")
 	})
 
-	mustKubectl(t, "", "annotate", "--overwrite", "assign", "modes-pull", mutation.ModeAnnotation+"=Enforce")
+	h.mustKubectl(t, "", "annotate", "--overwrite", "assign", "modes-pull", mutation.ModeAnnotation+"=Enforce")
 	framework.Poll(t, "the mutator switched to Enforce to apply", func() bool {
-		r := kubectl(t, podYAML(ns, "probe", "web", ""), "create", "--dry-run=server", "-o", "json", "-f", "-")
+		r := h.kubectl(t, podYAML(ns, "probe", "web", ""), "create", "--dry-run=server", "-o", "json", "-f", "-")
 		return r.Err == nil && pullPolicies(decodePod(t, r.Stdout))[0] == corev1.PullAlways
 	})
-	r = mustKubectl(t, podYAML(ns, "lm-enforced", "web", ""), "create", "-o", "json", "-f", "-")
+	r = h.mustKubectl(t, podYAML(ns, "lm-enforced", "web", ""), "create", "-o", "json", "-f", "-")
 	if strings.Contains(r.Stderr, "Warning") {
 		t.Errorf("an enforced mutator still warns: %q", r.Stderr)
 	}
@@ -150,9 +151,13 @@ func TestLocationMutatorWarnMode(t *testing.T) {
 // server's configuration, a pod the configured mutators change carries
 // Gatekeeper's two annotations, and one they leave alone carries neither.
 func TestLocationMutatorGatekeeperAnnotations(t *testing.T) {
+	onEachHost(t, testLocationMutatorGatekeeperAnnotations)
+}
+
+func testLocationMutatorGatekeeperAnnotations(t *testing.T, h *host) {
 	ctx := context.Background()
-	client := framework.KubeClient(t, server.AdminConfig())
-	framework.CreateNamespace(t, server.AdminConfig(), "lm-annotations", nil)
+	client := framework.KubeClient(t, h.server.AdminConfig())
+	framework.CreateNamespace(t, h.server.AdminConfig(), "lm-annotations", nil)
 	pod := framework.Pod("web", nil, "app")
 	pod.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "registry.example.com/init:1"}}
 	mutated, err := client.CoreV1().Pods("lm-annotations").Create(ctx, pod, metav1.CreateOptions{})
@@ -166,7 +171,7 @@ func TestLocationMutatorGatekeeperAnnotations(t *testing.T) {
 		t.Errorf("%s = %q, want a UUID", locationmutator.MutationIDAnnotation, id)
 	}
 
-	framework.CreateNamespace(t, server.AdminConfig(), "lm-none-annotations", nil)
+	framework.CreateNamespace(t, h.server.AdminConfig(), "lm-none-annotations", nil)
 	plain := framework.Pod("web", nil, "app")
 	plain.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways
 	plain.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "registry.example.com/init:1", ImagePullPolicy: corev1.PullAlways}}

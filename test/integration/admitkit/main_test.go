@@ -37,7 +37,14 @@ import (
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
-var server *framework.Server
+var (
+	// server is the custom kube-apiserver, the in-process host; tests that
+	// prove behaviour on every host take theirs from onEachHost.
+	server *framework.Server
+	// hosts are where this package's admitkit plugins run, in the order
+	// onEachHost tries them.
+	hosts []*host
+)
 
 // admitkitPlugins are the plugins this package tests; the server enables
 // them all.
@@ -69,6 +76,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	server = srv
+	hosts = append(hosts, &host{name: "in-process", server: srv})
 	ctx, stopControllers := context.WithCancel(context.Background())
 	defer stopControllers()
 	controllersDone, err := startControllerManager(ctx, srv)
@@ -76,6 +84,19 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "starting kube-controller-manager: %v\n(server log: %s)\n", err, logFile.Name())
 		return 1
 	}
+
+	stock, err := startStockHost()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the stock kube-apiserver with admitkit's webhooks: %v\n", err)
+		return 1
+	}
+	defer func() {
+		stock.webhook.Kill()
+		if err := stock.server.Cleanup(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the stock kube-apiserver: %v\n", err)
+		}
+	}()
+	hosts = append(hosts, stock)
 
 	code := m.Run()
 	// The controllers' watches would hold the server's graceful shutdown.
@@ -87,7 +108,41 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "stopping kube-apiserver: %v\n", err)
 	}
 	logFile.Finish(code)
+	framework.RemoveCommands()
 	return code
+}
+
+// webhookIdentity is the identity of the stock host's webhook server.
+const webhookIdentity = "admitkit-webhook-1"
+
+// startStockHost starts upstream's own kube-apiserver with the server
+// configuration of the package, less what only the custom build serves,
+// and admitkit's webhook server beside it with the same plugin
+// configuration, installed from hack/manifests.
+func startStockHost() (*host, error) {
+	cfg := serverConfig()
+	cfg.AdmissionConfig, cfg.Files, cfg.Args = "", nil, nil
+	srv, err := framework.StartStock(cfg)
+	if err != nil {
+		return nil, err
+	}
+	webhook, err := framework.StartWebhookHost(srv, webhookConfig(webhookIdentity))
+	if err != nil {
+		srv.Cleanup()
+		return nil, err
+	}
+	return &host{name: "webhook", server: srv, pluginIdentity: webhookIdentity, webhook: webhook}, nil
+}
+
+// webhookConfig is the webhook server of the stock host, with the plugin
+// configuration of the in-process one, under identity.
+func webhookConfig(identity string) framework.WebhookConfig {
+	return framework.WebhookConfig{
+		AdmissionConfig: admissionConfig,
+		Files:           map[string]string{"mutators.yaml": mutatorFile},
+		Plugins:         append(append([]string(nil), admitkitPlugins...), "SettingsDefaults", "SettingsValidation"),
+		Identity:        identity,
+	}
 }
 
 // serverConfig is the one server of this package: an audit log of the
@@ -198,28 +253,77 @@ spec:
       value: "true"
 `
 
-// adminKubeconfig writes (once per test) the admin's kubeconfig.
-func adminKubeconfig(t *testing.T) string {
+// host is one place where admitkit's plugins serve a kube-apiserver: the
+// custom build with them compiled in ("in-process"), or admitkit's webhook
+// server beside upstream's own kube-apiserver. A test of behaviour runs on
+// each (onEachHost) and expects the same of both.
+type host struct {
+	name string
+	// server is the kube-apiserver the test's clients talk to.
+	server *framework.Server
+	// pluginIdentity is the identity the plugins key their status entries
+	// by, when it is not the kube-apiserver's own (a webhook server's).
+	pluginIdentity string
+	// webhook is admitkit's webhook server of a stock kube-apiserver.
+	webhook *framework.Webhook
+}
+
+// identity is the name under which the host's plugins write status
+// entries: the kube-apiserver's identity for the plugins inside it.
+func (h *host) identity(t *testing.T) string {
 	t.Helper()
-	path, err := server.Kubeconfig("admin", framework.AdminToken)
+	if h.pluginIdentity != "" {
+		return h.pluginIdentity
+	}
+	return serverIdentity(t, framework.KubeClient(t, h.server.AdminConfig()))
+}
+
+// onEachHost runs test once per host, each as a subtest named after it.
+func onEachHost(t *testing.T, test func(t *testing.T, h *host)) {
+	t.Helper()
+	for _, h := range hosts {
+		t.Run(h.name, func(t *testing.T) { test(t, h) })
+	}
+}
+
+// adminKubeconfig writes (once per test) the admin's kubeconfig.
+func (h *host) adminKubeconfig(t *testing.T) string {
+	t.Helper()
+	path, err := h.server.Kubeconfig("admin", framework.AdminToken)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return path
 }
 
-func kubectl(t *testing.T, stdin string, args ...string) framework.KubectlResult {
+// kubectl runs kubectl as the admin against the host's kube-apiserver.
+func (h *host) kubectl(t *testing.T, stdin string, args ...string) framework.KubectlResult {
 	t.Helper()
-	return framework.RunKubectl(adminKubeconfig(t), stdin, args...)
+	return framework.RunKubectl(h.adminKubeconfig(t), stdin, args...)
 }
 
-func mustKubectl(t *testing.T, stdin string, args ...string) framework.KubectlResult {
+func (h *host) mustKubectl(t *testing.T, stdin string, args ...string) framework.KubectlResult {
 	t.Helper()
-	r := kubectl(t, stdin, args...)
+	r := h.kubectl(t, stdin, args...)
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}
 	return r
+}
+
+// inProcess is the custom build's host, for the tests that run on it alone.
+func inProcess() *host { return hosts[0] }
+
+func adminKubeconfig(t *testing.T) string { t.Helper(); return inProcess().adminKubeconfig(t) }
+
+func kubectl(t *testing.T, stdin string, args ...string) framework.KubectlResult {
+	t.Helper()
+	return inProcess().kubectl(t, stdin, args...)
+}
+
+func mustKubectl(t *testing.T, stdin string, args ...string) framework.KubectlResult {
+	t.Helper()
+	return inProcess().mustKubectl(t, stdin, args...)
 }
 
 // testdata returns the path of a file under testdata/.

@@ -35,9 +35,11 @@ const modesNamespace = "pp-modes"
 // TestPodPresetWarnMode tries a preset the way a user rolls one out: in
 // Warn mode kubectl prints what it would set, the pod is created as sent
 // and the audit log records it; switched to Enforce, it applies.
-func TestPodPresetWarnMode(t *testing.T) {
+func TestPodPresetWarnMode(t *testing.T) { onEachHost(t, testPodPresetWarnMode) }
+
+func testPodPresetWarnMode(t *testing.T, h *host) {
 	ns := modesNamespace
-	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
+	framework.CreateNamespace(t, h.server.AdminConfig(), ns, nil)
 	preset := `apiVersion: settings.k8s.io/v1alpha1
 kind: PodPreset
 metadata:
@@ -52,12 +54,12 @@ spec:
   env:
   - {name: HTTPS_PROXY, value: "http://proxy:3128"}
 `
-	mustKubectl(t, preset, "apply", "-f", "-")
+	h.mustKubectl(t, preset, "apply", "-f", "-")
 	want := `Warning: PodPreset "proxy" is in Warn mode; enforced, it would set env "HTTPS_PROXY" in container "app" in Pod ` + ns + "/"
 	// The plugin's informer sees the preset a moment after it is stored.
-	waitForWarning(t, podYAML(ns, "probe", "web", ""), want+"probe")
+	waitForWarning(t, h, podYAML(ns, "probe", "web", ""), want+"probe")
 
-	r := mustKubectl(t, podYAML(ns, "warned", "web", ""), "create", "-o", "json", "-f", "-")
+	r := h.mustKubectl(t, podYAML(ns, "warned", "web", ""), "create", "-o", "json", "-f", "-")
 	if !strings.Contains(r.Stderr, want+"warned") {
 		t.Errorf("kubectl printed %q, want the warning %q", r.Stderr, want+"warned")
 	}
@@ -71,7 +73,7 @@ spec:
 
 	wantAudit := `PodPreset "proxy" (Warn) would set env "HTTPS_PROXY" in container "app"`
 	framework.Poll(t, "the audit event of the warned pod's create", func() bool {
-		events, err := framework.AuditEvents(server.AuditLog)
+		events, err := framework.AuditEvents(h.server.AuditLog)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,9 +88,9 @@ spec:
 		return false
 	})
 
-	mustKubectl(t, "", "patch", "podpreset", "proxy", "-n", ns, "--type=merge", "-p", `{"spec":{"mode":"Enforce"}}`)
+	h.mustKubectl(t, "", "patch", "podpreset", "proxy", "-n", ns, "--type=merge", "-p", `{"spec":{"mode":"Enforce"}}`)
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		r := kubectl(t, podYAML(ns, "probe", "web", ""), "create", "--dry-run=server", "-o", "json", "-f", "-")
+		r := h.kubectl(t, podYAML(ns, "probe", "web", ""), "create", "--dry-run=server", "-o", "json", "-f", "-")
 		if r.Err != nil {
 			return false, r.Err
 		}
@@ -97,7 +99,7 @@ spec:
 	if err != nil {
 		t.Fatalf("the preset switched to Enforce never applied: %v", err)
 	}
-	r = mustKubectl(t, podYAML(ns, "enforced", "web", ""), "create", "-o", "json", "-f", "-")
+	r = h.mustKubectl(t, podYAML(ns, "enforced", "web", ""), "create", "-o", "json", "-f", "-")
 	if strings.Contains(r.Stderr, "Warning") {
 		t.Errorf("an enforced preset still warns: %q", r.Stderr)
 	}
@@ -108,11 +110,11 @@ spec:
 
 // waitForWarning creates pod with server-side dry run until kubectl prints
 // want.
-func waitForWarning(t *testing.T, pod, want string) {
+func waitForWarning(t *testing.T, h *host, pod, want string) {
 	t.Helper()
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		r := kubectl(t, pod, "create", "--dry-run=server", "-o", "json", "-f", "-")
+		r := h.kubectl(t, pod, "create", "--dry-run=server", "-o", "json", "-f", "-")
 		if r.Err != nil {
 			return false, r.Err
 		}

@@ -35,7 +35,7 @@ import (
 // applyPresetYAML applies a PodPreset named name in ns, selecting pods
 // labelled app=<name>, with the spec fields extra adds (YAML at two spaces
 // of indent), and waits until the plugin has it.
-func applyPresetYAML(t *testing.T, ns, name, extra string) {
+func applyPresetYAML(t *testing.T, h *host, ns, name, extra string) {
 	t.Helper()
 	manifest := fmt.Sprintf(`apiVersion: settings.k8s.io/v1alpha1
 kind: PodPreset
@@ -49,12 +49,12 @@ spec:
   - {name: HTTPS_PROXY, value: "http://proxy:3128"}
   - {name: FROM_PRESET, value: "yes"}
 %s`, name, ns, name, extra)
-	mustKubectl(t, manifest, "apply", "-f", "-")
+	h.mustKubectl(t, manifest, "apply", "-f", "-")
 	// The plugin's informer sees the preset a moment after it is stored: a
 	// dry-run probe that conflicts with nothing shows when.
 	probe := podYAML(ns, "probe", name, "")
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		r := kubectl(t, probe, "create", "--dry-run=server", "-o", "json", "-f", "-")
+		r := h.kubectl(t, probe, "create", "--dry-run=server", "-o", "json", "-f", "-")
 		if r.Err != nil {
 			return false, r.Err
 		}
@@ -116,25 +116,29 @@ func injected(pod *corev1.Pod, name, value string) []string {
 // that a preset written without the new fields behaves as presets always
 // did.
 func TestPodPresetTargetingAndPolicies(t *testing.T) {
+	onEachHost(t, testPodPresetTargetingAndPolicies)
+}
+
+func testPodPresetTargetingAndPolicies(t *testing.T, h *host) {
 	ns := "pp-policies"
-	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
+	framework.CreateNamespace(t, h.server.AdminConfig(), ns, nil)
 	everyContainer := []string{"init", "log-shipper", "app", "istio-proxy"}
 	// The pod's own HTTPS_PROXY, which conflicts with every preset's.
 	ownProxy := "    - {name: HTTPS_PROXY, value: \"http://mine:8080\"}\n"
 
 	t.Run("old preset", func(t *testing.T) {
-		applyPresetYAML(t, ns, "old", "")
-		stored := mustKubectl(t, "", "get", "podpreset", "-n", ns, "old", "-o", "json").Stdout
+		applyPresetYAML(t, h, ns, "old", "")
+		stored := h.mustKubectl(t, "", "get", "podpreset", "-n", ns, "old", "-o", "json").Stdout
 		for _, field := range []string{"conflictPolicy", "containers", "initContainers"} {
 			if strings.Contains(stored, field) {
 				t.Errorf("a preset written without %s reads back with it:\n%s", field, stored)
 			}
 		}
-		pod := decodePod(t, mustKubectl(t, podYAML(ns, "old-plain", "old", ""), "create", "-o", "json", "-f", "-").Stdout)
+		pod := decodePod(t, h.mustKubectl(t, podYAML(ns, "old-plain", "old", ""), "create", "-o", "json", "-f", "-").Stdout)
 		if got := injected(pod, "FROM_PRESET", "yes"); !slices.Equal(got, everyContainer) {
 			t.Errorf("containers injected %v, want every one: %v", got, everyContainer)
 		}
-		r := mustKubectl(t, podYAML(ns, "old-conflict", "old", ownProxy), "create", "-o", "json", "-f", "-")
+		r := h.mustKubectl(t, podYAML(ns, "old-conflict", "old", ownProxy), "create", "-o", "json", "-f", "-")
 		pod = decodePod(t, r.Stdout)
 		if got := injected(pod, "FROM_PRESET", "yes"); len(got) != 0 || pod.Annotations[presetAnnotationPrefix+"podpreset-old"] != "" {
 			t.Errorf("a conflicting pod got the old preset: containers %v, annotations %v", got, pod.Annotations)
@@ -145,24 +149,24 @@ func TestPodPresetTargetingAndPolicies(t *testing.T) {
 	})
 
 	t.Run("one container", func(t *testing.T) {
-		applyPresetYAML(t, ns, "app-only", "  containers: {names: [app]}\n  initContainers: {names: []}\n")
-		pod := decodePod(t, mustKubectl(t, podYAML(ns, "app-only", "app-only", ""), "create", "-o", "json", "-f", "-").Stdout)
+		applyPresetYAML(t, h, ns, "app-only", "  containers: {names: [app]}\n  initContainers: {names: []}\n")
+		pod := decodePod(t, h.mustKubectl(t, podYAML(ns, "app-only", "app-only", ""), "create", "-o", "json", "-f", "-").Stdout)
 		if got := injected(pod, "FROM_PRESET", "yes"); !slices.Equal(got, []string{"app"}) {
 			t.Errorf("containers injected %v, want app only", got)
 		}
 	})
 
 	t.Run("all but the sidecars", func(t *testing.T) {
-		applyPresetYAML(t, ns, "no-sidecars", "  containers: {names: [istio-proxy], exclude: true}\n  initContainers: {names: [log-shipper], exclude: true}\n")
-		pod := decodePod(t, mustKubectl(t, podYAML(ns, "no-sidecars", "no-sidecars", ""), "create", "-o", "json", "-f", "-").Stdout)
+		applyPresetYAML(t, h, ns, "no-sidecars", "  containers: {names: [istio-proxy], exclude: true}\n  initContainers: {names: [log-shipper], exclude: true}\n")
+		pod := decodePod(t, h.mustKubectl(t, podYAML(ns, "no-sidecars", "no-sidecars", ""), "create", "-o", "json", "-f", "-").Stdout)
 		if got := injected(pod, "FROM_PRESET", "yes"); !slices.Equal(got, []string{"init", "app"}) {
 			t.Errorf("containers injected %v, want init and app", got)
 		}
 	})
 
 	t.Run("PodWins", func(t *testing.T) {
-		applyPresetYAML(t, ns, "pod-wins", "  conflictPolicy: PodWins\n")
-		r := mustKubectl(t, podYAML(ns, "pod-wins", "pod-wins", ownProxy), "create", "-o", "json", "-f", "-")
+		applyPresetYAML(t, h, ns, "pod-wins", "  conflictPolicy: PodWins\n")
+		r := h.mustKubectl(t, podYAML(ns, "pod-wins", "pod-wins", ownProxy), "create", "-o", "json", "-f", "-")
 		pod := decodePod(t, r.Stdout)
 		if got := injected(pod, "HTTPS_PROXY", "http://mine:8080"); !slices.Equal(got, everyContainer) {
 			t.Errorf("containers keeping their own HTTPS_PROXY %v, want every one", got)
@@ -176,8 +180,8 @@ func TestPodPresetTargetingAndPolicies(t *testing.T) {
 	})
 
 	t.Run("PresetWins", func(t *testing.T) {
-		applyPresetYAML(t, ns, "preset-wins", "  conflictPolicy: PresetWins\n  containers: {names: [app]}\n")
-		pod := decodePod(t, mustKubectl(t, podYAML(ns, "preset-wins", "preset-wins", ownProxy), "create", "-o", "json", "-f", "-").Stdout)
+		applyPresetYAML(t, h, ns, "preset-wins", "  conflictPolicy: PresetWins\n  containers: {names: [app]}\n")
+		pod := decodePod(t, h.mustKubectl(t, podYAML(ns, "preset-wins", "preset-wins", ownProxy), "create", "-o", "json", "-f", "-").Stdout)
 		// The preset picks app and every init container; istio-proxy keeps its own.
 		if got := injected(pod, "HTTPS_PROXY", "http://proxy:3128"); !slices.Equal(got, []string{"init", "log-shipper", "app"}) {
 			t.Errorf("containers with the preset's HTTPS_PROXY %v, want init, log-shipper and app", got)
@@ -192,8 +196,8 @@ func TestPodPresetTargetingAndPolicies(t *testing.T) {
 	})
 
 	t.Run("Reject", func(t *testing.T) {
-		applyPresetYAML(t, ns, "reject", "  conflictPolicy: Reject\n")
-		r := kubectl(t, podYAML(ns, "reject", "reject", ownProxy), "create", "-f", "-")
+		applyPresetYAML(t, h, ns, "reject", "  conflictPolicy: Reject\n")
+		r := h.kubectl(t, podYAML(ns, "reject", "reject", ownProxy), "create", "-f", "-")
 		if r.Err == nil {
 			t.Fatalf("a conflicting pod was created: %s", r.Stdout)
 		}
@@ -201,19 +205,19 @@ func TestPodPresetTargetingAndPolicies(t *testing.T) {
 		if !strings.Contains(r.Stderr, want) {
 			t.Errorf("kubectl stderr %q, want %q", r.Stderr, want)
 		}
-		if _, err := framework.KubeClient(t, server.AdminConfig()).CoreV1().Pods(ns).Get(context.Background(), "reject", metav1.GetOptions{}); err == nil {
+		if _, err := framework.KubeClient(t, h.server.AdminConfig()).CoreV1().Pods(ns).Get(context.Background(), "reject", metav1.GetOptions{}); err == nil {
 			t.Error("the refused pod exists")
 		}
 		// Without a conflict the preset applies.
-		pod := decodePod(t, mustKubectl(t, podYAML(ns, "reject-ok", "reject", ""), "create", "-o", "json", "-f", "-").Stdout)
+		pod := decodePod(t, h.mustKubectl(t, podYAML(ns, "reject-ok", "reject", ""), "create", "-o", "json", "-f", "-").Stdout)
 		if got := injected(pod, "FROM_PRESET", "yes"); !slices.Equal(got, everyContainer) {
 			t.Errorf("containers injected %v, want every one", got)
 		}
 	})
 
 	t.Run("SkipAll", func(t *testing.T) {
-		applyPresetYAML(t, ns, "skip-all", "  conflictPolicy: SkipAll\n")
-		r := mustKubectl(t, podYAML(ns, "skip-all", "skip-all", ownProxy), "create", "-o", "json", "-f", "-")
+		applyPresetYAML(t, h, ns, "skip-all", "  conflictPolicy: SkipAll\n")
+		r := h.mustKubectl(t, podYAML(ns, "skip-all", "skip-all", ownProxy), "create", "-o", "json", "-f", "-")
 		pod := decodePod(t, r.Stdout)
 		if got := injected(pod, "FROM_PRESET", "yes"); len(got) != 0 {
 			t.Errorf("containers injected %v, want none", got)
@@ -238,7 +242,7 @@ spec:
   - {name: HTTPS_PROXY, value: "http://proxy:3128"}
   - {name: FROM_PRESET, value: "yes"}
 `, ns)
-		r := mustKubectl(t, manifest, "replace", "-f", "-")
+		r := h.mustKubectl(t, manifest, "replace", "-f", "-")
 		for _, field := range []string{"spec.containers", "spec.initContainers"} {
 			if !strings.Contains(r.Stderr, "Warning: "+field+": this update removes the value the preset had") {
 				t.Errorf("kubectl stderr %q, want a warning about %s", r.Stderr, field)
@@ -246,13 +250,13 @@ spec:
 		}
 	})
 
-	out := mustKubectl(t, "", "explain", "podpresets.spec.conflictPolicy").Stdout
+	out := h.mustKubectl(t, "", "explain", "podpresets.spec.conflictPolicy").Stdout
 	for _, want := range []string{"PodWins", "PresetWins", "Reject", "SkipAll"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kubectl explain podpresets.spec.conflictPolicy lacks %q:\n%s", want, out)
 		}
 	}
-	out = mustKubectl(t, "", "explain", "clusterpodpresets.spec.initContainers").Stdout
+	out = h.mustKubectl(t, "", "explain", "clusterpodpresets.spec.initContainers").Stdout
 	if !strings.Contains(out, "exclude") || !strings.Contains(out, "names") {
 		t.Errorf("kubectl explain clusterpodpresets.spec.initContainers lacks names and exclude:\n%s", out)
 	}

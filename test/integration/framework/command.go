@@ -101,3 +101,15 @@ func versionFlags() string {
 	}
 	return ""
 }
+
+// RemoveCommands deletes what BuildCommand built; TestMain calls it last.
+func RemoveCommands() {
+	buildsMu.Lock()
+	defer buildsMu.Unlock()
+	for name, b := range builds {
+		if b.path != "" {
+			os.RemoveAll(filepath.Dir(b.path))
+		}
+		delete(builds, name)
+	}
+}
