@@ -30,11 +30,14 @@ upstream_header=${header/The admitkit Authors/The Kubernetes Authors}
 missing=()
 while IFS= read -r -d '' file; do
     skip=0
-    if head -n 1 "${file}" | grep -q '^//go:build '; then
+    if [[ "$(sed -n '1p;1q' "${file}")" == '//go:build '* ]]; then
         skip=$(awk 'NF == 0 {print NR; exit}' "${file}")
     fi
-    first=$(tail -n +$((skip + 1)) "${file}" | head -n "${header_lines}")
-    after=$(tail -n +$((skip + header_lines + 1)) "${file}" | head -n 1)
+    # sed reads the lines it prints and quits: a pipe into head would
+    # end the writer with SIGPIPE on a large file, which pipefail and
+    # errexit turn into a silent exit of this script.
+    first=$(sed -n "$((skip + 1)),$((skip + header_lines))p;$((skip + header_lines))q" "${file}")
+    after=$(sed -n "$((skip + header_lines + 1))p;$((skip + header_lines + 1))q" "${file}")
     if [[ "${first}" == "${upstream_header}" && "${file}" == ./test/apiserver/* ]]; then
         first=${header}
     fi
