@@ -314,8 +314,6 @@ func (h *host) mustKubectl(t *testing.T, stdin string, args ...string) framework
 // inProcess is the custom build's host, for the tests that run on it alone.
 func inProcess() *host { return hosts[0] }
 
-func adminKubeconfig(t *testing.T) string { t.Helper(); return inProcess().adminKubeconfig(t) }
-
 func kubectl(t *testing.T, stdin string, args ...string) framework.KubectlResult {
 	t.Helper()
 	return inProcess().kubectl(t, stdin, args...)

@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -68,7 +67,8 @@ func goBuild(name string) (string, error) {
 		args = append(args, "-race")
 	}
 	args = append(args, commandsModule+name)
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
+	// The go command on PATH, as hack/test.sh and every Go user runs it.
+	cmd := exec.Command("go", args...)
 	if output, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("go %v: %w\n%s", args, err, output)
