@@ -39,8 +39,8 @@ import (
 	"github.com/admitkit/admitkit/apis/settings"
 	"github.com/admitkit/admitkit/apis/settings/v1alpha1"
 	clusterpodpresetstorage "github.com/admitkit/admitkit/registry/settings/clusterpodpreset/storage"
+	"github.com/admitkit/admitkit/registry/settings/internal/registrytest"
 	podpresetstorage "github.com/admitkit/admitkit/registry/settings/podpreset/storage"
-	"github.com/admitkit/admitkit/registry/settings/registrytest"
 )
 
 const namespace = "default"

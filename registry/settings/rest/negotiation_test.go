@@ -25,7 +25,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 
-	"github.com/admitkit/admitkit/registry/settings/registrytest"
+	"github.com/admitkit/admitkit/registry/settings/internal/registrytest"
 )
 
 // TestNegotiation asks the group's serializer what kube-apiserver's

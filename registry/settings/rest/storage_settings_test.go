@@ -27,7 +27,7 @@ import (
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	cliflag "k8s.io/component-base/cli/flag"
 
-	"github.com/admitkit/admitkit/registry/settings/registrytest"
+	"github.com/admitkit/admitkit/registry/settings/internal/registrytest"
 )
 
 // TestNewAPIGroupInfo serves what --runtime-config turns on, merged into the

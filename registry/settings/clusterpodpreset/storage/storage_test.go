@@ -31,7 +31,7 @@ import (
 
 	"github.com/admitkit/admitkit/apis/settings"
 	"github.com/admitkit/admitkit/apis/settings/validation"
-	"github.com/admitkit/admitkit/registry/settings/registrytest"
+	"github.com/admitkit/admitkit/registry/settings/internal/registrytest"
 )
 
 func newStorage(t *testing.T) *REST {
