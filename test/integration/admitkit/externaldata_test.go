@@ -99,8 +99,31 @@ func TestExternalData(t *testing.T) {
 	names := []string{"app", "side", "m0", "m1", "m2", "m3", "m4", "s0", "s1", "s2", "s3"}
 	tp := tagprovider.Start(t, digestTable(names, 'a'))
 	client := framework.KubeClient(t, server.AdminConfig())
-	policies := map[string]string{"xd-fail": "Fail", "xd-ignore": "Ignore", "xd-default": "UseDefault\n        default: " + digestDefault}
-	for ns := range policies {
+	applyDigestMutators(t, tp, client)
+
+	t.Run("one call per request, then the cache", func(t *testing.T) { testExternalDataCache(t, tp, client) })
+	t.Run("failure policies on an unknown tag", func(t *testing.T) {
+		checkPolicies(t, client, "unknown", "unknown tag")
+	})
+	testProviderFailures(t, tp, client)
+	t.Run("a slow provider under load delays nothing else", func(t *testing.T) { testSlowProvider(t, tp, client) })
+	t.Run("the Provider edited and deleted live", func(t *testing.T) { testProviderLive(t, tp, client, names) })
+	t.Run("bad objects refused at apply", func(t *testing.T) { testBadExternalData(t, tp) })
+}
+
+// digestPolicies are the namespaces of TestExternalData's Assigns, each
+// with its failure policy.
+var digestPolicies = map[string]string{"xd-fail": "Fail", "xd-ignore": "Ignore", "xd-default": "UseDefault\n        default: " + digestDefault}
+
+// pinnedApp is framework.Pod's image for the app container pinned by the
+// provider of digestTable(names, 'a').
+var pinnedApp = "registry.example.com/app@sha256:" + strings.Repeat("a", 64)
+
+// applyDigestMutators makes the namespaces, applies the provider and one
+// Assign per failure policy, and waits until pods are pinned.
+func applyDigestMutators(t *testing.T, tp *tagprovider.Provider, client kubernetes.Interface) {
+	t.Helper()
+	for ns := range digestPolicies {
 		framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	}
 	framework.CreateNamespace(t, server.AdminConfig(), "xd-plain", nil)
@@ -109,45 +132,46 @@ func TestExternalData(t *testing.T) {
 	t.Cleanup(func() {
 		kubectl(t, "", "delete", "provider.externaldata.gatekeeper.sh", "xd-tags", "--ignore-not-found")
 	})
-	for ns, policy := range policies {
+	for ns, policy := range digestPolicies {
 		mustKubectl(t, digestAssign(ns, ns, "xd-tags", policy), "apply", "-f", "-")
 		t.Cleanup(func() { kubectl(t, "", "delete", "assign", ns, "--ignore-not-found") })
 	}
-	pinned := "registry.example.com/app@sha256:" + strings.Repeat("a", 64)
-	for ns := range policies {
+	for ns := range digestPolicies {
 		framework.Poll(t, "pods in "+ns+" to be pinned", func() bool {
 			imgs, err := admitPod(client, ns, "app")
-			return err == nil && imgs[0] == pinned
+			return err == nil && imgs[0] == pinnedApp
 		})
 	}
+}
 
-	t.Run("one call per request, then the cache", func(t *testing.T) {
-		before := callCount(tp)
-		imgs, err := admitPod(client, "xd-fail", "side", "app")
-		if err != nil || imgs[0] != strings.Replace(pinned, "app", "side", 1) || imgs[1] != pinned {
-			t.Fatalf("images %v, error %v", imgs, err)
-		}
-		calls := tp.Calls()[before:]
-		if len(calls) != 1 || strings.Join(calls[0], ",") != "registry.example.com/side:1" {
-			t.Errorf("calls %v, want one with the one uncached key", calls)
-		}
-		before = callCount(tp)
-		if _, err := admitPod(client, "xd-ignore", "side", "app"); err != nil {
-			t.Fatal(err)
-		}
-		if callCount(tp) != before {
-			t.Errorf("calls %v, want the cache to answer", tp.Calls()[before:])
-		}
-		// A pod no external-data mutator matches makes no call.
-		if _, err := admitPod(client, "xd-plain", "unknown"); err != nil || callCount(tp) != before {
-			t.Errorf("a pod in xd-plain: %v, calls %v", err, tp.Calls()[before:])
-		}
-	})
+// testExternalDataCache: one call per request carrying only the uncached
+// keys, then answers from the cache, and no call for a pod no
+// external-data mutator matches.
+func testExternalDataCache(t *testing.T, tp *tagprovider.Provider, client kubernetes.Interface) {
+	before := callCount(tp)
+	imgs, err := admitPod(client, "xd-fail", "side", "app")
+	if err != nil || imgs[0] != strings.Replace(pinnedApp, "app", "side", 1) || imgs[1] != pinnedApp {
+		t.Fatalf("images %v, error %v", imgs, err)
+	}
+	calls := tp.Calls()[before:]
+	if len(calls) != 1 || strings.Join(calls[0], ",") != "registry.example.com/side:1" {
+		t.Errorf("calls %v, want one with the one uncached key", calls)
+	}
+	before = callCount(tp)
+	if _, err := admitPod(client, "xd-ignore", "side", "app"); err != nil {
+		t.Fatal(err)
+	}
+	if callCount(tp) != before {
+		t.Errorf("calls %v, want the cache to answer", tp.Calls()[before:])
+	}
+	// A pod no external-data mutator matches makes no call.
+	if _, err := admitPod(client, "xd-plain", "unknown"); err != nil || callCount(tp) != before {
+		t.Errorf("a pod in xd-plain: %v, calls %v", err, tp.Calls()[before:])
+	}
+}
 
-	t.Run("failure policies on an unknown tag", func(t *testing.T) {
-		checkPolicies(t, client, "unknown", "unknown tag")
-	})
-
+// testProviderFailures: each way the provider fails, under each policy.
+func testProviderFailures(t *testing.T, tp *tagprovider.Provider, client kubernetes.Interface) {
 	modes := []struct {
 		name string
 		mode tagprovider.Mode
@@ -165,86 +189,92 @@ func TestExternalData(t *testing.T) {
 			checkPolicies(t, client, fmt.Sprintf("m%d", i), m.want)
 		})
 	}
+}
 
-	t.Run("a slow provider under load delays nothing else", func(t *testing.T) {
-		// A long timeout, so that the slow calls are still held however
-		// slowly the other pods are admitted.
-		mustKubectl(t, tp.Manifest("xd-tags", 10), "apply", "-f", "-")
-		defer mustKubectl(t, tp.Manifest("xd-tags", 2), "apply", "-f", "-")
-		framework.Poll(t, "the edited provider to be in use", func() bool {
-			before := callCount(tp)
-			_, err := admitPod(client, "xd-fail", "app")
-			return err == nil && callCount(tp) > before
-		})
-		tp.SetMode(tagprovider.Slow)
-		defer tp.SetMode(tagprovider.Answer)
-		var wg sync.WaitGroup
-		results := make([][]string, 4)
-		errs := make([]error, 4)
-		for i := range 4 {
-			wg.Go(func() { results[i], errs[i] = admitPod(client, "xd-default", fmt.Sprintf("s%d", i)) })
+// testSlowProvider: calls held by a slow provider delay no other pod, and
+// end with the default once the provider's timeout ends them.
+func testSlowProvider(t *testing.T, tp *tagprovider.Provider, client kubernetes.Interface) {
+	// A long timeout, so that the slow calls are still held however
+	// slowly the other pods are admitted.
+	mustKubectl(t, tp.Manifest("xd-tags", 10), "apply", "-f", "-")
+	defer mustKubectl(t, tp.Manifest("xd-tags", 2), "apply", "-f", "-")
+	framework.Poll(t, "the edited provider to be in use", func() bool {
+		before := callCount(tp)
+		_, err := admitPod(client, "xd-fail", "app")
+		return err == nil && callCount(tp) > before
+	})
+	tp.SetMode(tagprovider.Slow)
+	defer tp.SetMode(tagprovider.Answer)
+	var wg sync.WaitGroup
+	results := make([][]string, 4)
+	errs := make([]error, 4)
+	for i := range 4 {
+		wg.Go(func() { results[i], errs[i] = admitPod(client, "xd-default", fmt.Sprintf("s%d", i)) })
+	}
+	framework.Poll(t, "the provider to hold the calls", func() bool { return tp.Held() == 4 })
+	for i := range 20 {
+		imgs, err := admitPod(client, "xd-plain", "app")
+		if err != nil || imgs[0] != "registry.example.com/app:1" {
+			t.Fatalf("pod %d in xd-plain: %v, %v", i, imgs, err)
 		}
-		framework.Poll(t, "the provider to hold the calls", func() bool { return tp.Held() == 4 })
-		for i := range 20 {
-			imgs, err := admitPod(client, "xd-plain", "app")
-			if err != nil || imgs[0] != "registry.example.com/app:1" {
-				t.Fatalf("pod %d in xd-plain: %v, %v", i, imgs, err)
+	}
+	if tp.Held() != 4 {
+		t.Errorf("the slow calls ended (%d held) before the other pods were admitted", tp.Held())
+	}
+	wg.Wait()
+	for i := range 4 {
+		if errs[i] != nil || results[i][0] != digestDefault {
+			t.Errorf("slow pod %d: %v, %v, want the default once the provider's timeout ends the call", i, results[i], errs[i])
+		}
+	}
+}
+
+// testProviderLive: a Provider edited to another provider pins with the new
+// answers; deleted, pods fail or get the default as their policy says.
+func testProviderLive(t *testing.T, tp *tagprovider.Provider, client kubernetes.Interface, names []string) {
+	tp2 := tagprovider.Start(t, digestTable(names, 'b'))
+	repinned := "registry.example.com/app@sha256:" + strings.Repeat("b", 64)
+	mustKubectl(t, tp2.Manifest("xd-tags", 2), "apply", "-f", "-")
+	framework.Poll(t, "pods to be pinned by the edited provider", func() bool {
+		imgs, err := admitPod(client, "xd-fail", "app")
+		return err == nil && imgs[0] == repinned
+	})
+	mustKubectl(t, "", "delete", "provider.externaldata.gatekeeper.sh", "xd-tags")
+	framework.Poll(t, "pods to fail without the provider", func() bool {
+		_, err := admitPod(client, "xd-fail", "app")
+		return err != nil && strings.Contains(err.Error(), `no external data provider "xd-tags"`)
+	})
+	if imgs, err := admitPod(client, "xd-default", "app"); err != nil || imgs[0] != digestDefault {
+		t.Errorf("UseDefault without the provider: %v, %v", imgs, err)
+	}
+	mustKubectl(t, tp.Manifest("xd-tags", 2), "apply", "-f", "-")
+}
+
+// testBadExternalData: bad Providers and externalData refused at apply with
+// the field named.
+func testBadExternalData(t *testing.T, tp *tagprovider.Provider) {
+	for _, tc := range []struct {
+		name, manifest string
+		want           []string
+	}{
+		{"http provider", strings.Replace(tp.Manifest("xd-bad", 2), "https://", "http://", 1), []string{"spec.url"}},
+		{"provider without caBundle", strings.Split(tp.Manifest("xd-bad", 2), "  caBundle:")[0], []string{`The Provider "xd-bad" is invalid`, "spec.caBundle: Required"}},
+		{"provider timeout", strings.Replace(tp.Manifest("xd-bad", 2), "timeout: 2", "timeout: 300", 1), []string{"spec.timeout"}},
+		{"UseDefault without default", digestAssign("xd-bad", "xd-fail", "xd-tags", "UseDefault"), []string{`"xd-bad" is invalid`, "spec.parameters.assign.externalData.default"}},
+		{"unknown failure policy", digestAssign("xd-bad", "xd-fail", "xd-tags", "Retry"), []string{"spec.parameters.assign.externalData.failurePolicy"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := kubectl(t, tc.manifest, "apply", "-f", "-")
+			if res.Err == nil {
+				t.Fatalf("applied: %s", res.Stdout)
 			}
-		}
-		if tp.Held() != 4 {
-			t.Errorf("the slow calls ended (%d held) before the other pods were admitted", tp.Held())
-		}
-		wg.Wait()
-		for i := range 4 {
-			if errs[i] != nil || results[i][0] != digestDefault {
-				t.Errorf("slow pod %d: %v, %v, want the default once the provider's timeout ends the call", i, results[i], errs[i])
+			for _, w := range tc.want {
+				if !strings.Contains(res.Stderr, w) {
+					t.Errorf("kubectl said %q, want %q", res.Stderr, w)
+				}
 			}
-		}
-	})
-
-	t.Run("the Provider edited and deleted live", func(t *testing.T) {
-		tp2 := tagprovider.Start(t, digestTable(names, 'b'))
-		repinned := "registry.example.com/app@sha256:" + strings.Repeat("b", 64)
-		mustKubectl(t, tp2.Manifest("xd-tags", 2), "apply", "-f", "-")
-		framework.Poll(t, "pods to be pinned by the edited provider", func() bool {
-			imgs, err := admitPod(client, "xd-fail", "app")
-			return err == nil && imgs[0] == repinned
 		})
-		mustKubectl(t, "", "delete", "provider.externaldata.gatekeeper.sh", "xd-tags")
-		framework.Poll(t, "pods to fail without the provider", func() bool {
-			_, err := admitPod(client, "xd-fail", "app")
-			return err != nil && strings.Contains(err.Error(), `no external data provider "xd-tags"`)
-		})
-		if imgs, err := admitPod(client, "xd-default", "app"); err != nil || imgs[0] != digestDefault {
-			t.Errorf("UseDefault without the provider: %v, %v", imgs, err)
-		}
-		mustKubectl(t, tp.Manifest("xd-tags", 2), "apply", "-f", "-")
-	})
-
-	t.Run("bad objects refused at apply", func(t *testing.T) {
-		for _, tc := range []struct {
-			name, manifest string
-			want           []string
-		}{
-			{"http provider", strings.Replace(tp.Manifest("xd-bad", 2), "https://", "http://", 1), []string{"spec.url"}},
-			{"provider without caBundle", strings.Split(tp.Manifest("xd-bad", 2), "  caBundle:")[0], []string{`The Provider "xd-bad" is invalid`, "spec.caBundle: Required"}},
-			{"provider timeout", strings.Replace(tp.Manifest("xd-bad", 2), "timeout: 2", "timeout: 300", 1), []string{"spec.timeout"}},
-			{"UseDefault without default", digestAssign("xd-bad", "xd-fail", "xd-tags", "UseDefault"), []string{`"xd-bad" is invalid`, "spec.parameters.assign.externalData.default"}},
-			{"unknown failure policy", digestAssign("xd-bad", "xd-fail", "xd-tags", "Retry"), []string{"spec.parameters.assign.externalData.failurePolicy"}},
-		} {
-			t.Run(tc.name, func(t *testing.T) {
-				res := kubectl(t, tc.manifest, "apply", "-f", "-")
-				if res.Err == nil {
-					t.Fatalf("applied: %s", res.Stdout)
-				}
-				for _, w := range tc.want {
-					if !strings.Contains(res.Stderr, w) {
-						t.Errorf("kubectl said %q, want %q", res.Stderr, w)
-					}
-				}
-			})
-		}
-	})
+	}
 }
 
 // checkPolicies admits a pod with container name (whose key the provider

@@ -233,12 +233,37 @@ func TestLiveMutatorPropagation(t *testing.T) {
 func TestLiveMutatorSnapshots(t *testing.T) {
 	ns := "live-snapshots"
 	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
-	client := framework.KubeClient(t, server.AdminConfig())
 	mutators := framework.DynamicClient(t, server.AdminConfig()).Resource(assignMetadataGVR)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	const n = 8
+	const n, pods = 8, 1000
 	var changes int
+	churn := churnAnnotationMutators(ctx, t, mutators, ns, n, &changes)
+	sets, bad, err := createSnapshotPods(framework.KubeClient(t, server.AdminConfig()), ns, n, pods)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err, ok := <-churn; ok && err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) > 0 {
+		t.Fatalf("%d pods carry mutators that never ran together: %v", len(bad), bad[:min(len(bad), 10)])
+	}
+	if len(sets) < 3 {
+		t.Fatalf("the pods saw only %d sets of mutators (%v): the churn did not overlap the creates", len(sets), sets)
+	}
+	t.Logf("%d pods, %d mutator writes meanwhile, %d different sets seen", pods, changes, len(sets))
+	for i := range n {
+		_ = mutators.Delete(context.Background(), fmt.Sprintf("live-snap-%d", i), metav1.DeleteOptions{})
+	}
+}
+
+// churnAnnotationMutators creates n annotation mutators one after another
+// and deletes them in the same order, over and over until ctx ends,
+// counting its writes in changes. The channel closes when it stops, after
+// the error that stopped it, if any.
+func churnAnnotationMutators(ctx context.Context, t *testing.T, mutators dynamic.NamespaceableResourceInterface, ns string, n int, changes *int) <-chan error {
 	churn := make(chan error, 1)
 	go func() {
 		defer close(churn)
@@ -248,19 +273,25 @@ func TestLiveMutatorSnapshots(t *testing.T) {
 					churn <- err
 					return
 				}
-				changes++
+				*changes++
 			}
 			for i := range n {
 				if err := mutators.Delete(ctx, fmt.Sprintf("live-snap-%d", i), metav1.DeleteOptions{}); err != nil && ctx.Err() == nil {
 					churn <- err
 					return
 				}
-				changes++
+				*changes++
 			}
 		}
 	}()
+	return churn
+}
 
-	const clients, pods = 16, 1000
+// createSnapshotPods creates pods from 16 clients and returns how many
+// pods carried each set of the n mutators' annotations, and the pods whose
+// set is not a run of consecutive mutators.
+func createSnapshotPods(client kubernetes.Interface, ns string, n, pods int) (map[string]int, []string, error) {
+	const clients = 16
 	var (
 		mu   sync.Mutex
 		bad  []string
@@ -269,9 +300,7 @@ func TestLiveMutatorSnapshots(t *testing.T) {
 		errs = make(chan error, clients)
 	)
 	for c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := c; i < pods; i += clients {
 				pod, err := client.CoreV1().Pods(ns).Create(context.Background(), framework.Pod(fmt.Sprintf("p-%d", i), nil, "app"), metav1.CreateOptions{})
 				if err != nil {
@@ -291,27 +320,11 @@ func TestLiveMutatorSnapshots(t *testing.T) {
 				}
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	cancel()
 	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if err, ok := <-churn; ok && err != nil {
-		t.Fatal(err)
-	}
-	if len(bad) > 0 {
-		t.Fatalf("%d pods carry mutators that never ran together: %v", len(bad), bad[:min(len(bad), 10)])
-	}
-	if len(sets) < 3 {
-		t.Fatalf("the pods saw only %d sets of mutators (%v): the churn did not overlap the creates", len(sets), sets)
-	}
-	t.Logf("%d pods, %d mutator writes meanwhile, %d different sets seen", pods, changes, len(sets))
-	for i := range n {
-		_ = mutators.Delete(context.Background(), fmt.Sprintf("live-snap-%d", i), metav1.DeleteOptions{})
-	}
+	return sets, bad, <-errs
 }
 
 // consecutive reports whether sorted indexes form one run (or none).

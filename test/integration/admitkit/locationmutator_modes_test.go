@@ -23,6 +23,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
@@ -63,7 +64,26 @@ func testLocationMutatorWarnMode(t *testing.T, h *host) {
 	// Pod names differ from podpreset_modes_test.go's, whose audit events
 	// are found by name. The plugin's watch sees the mutator a moment after it is stored.
 	waitForWarning(t, h, podYAML(ns, "probe", "web", ""), want+"probe")
+	checkWarnedPod(t, h, ns, want)
+	checkWarnedPodAudited(t, h, ns)
+	// The status entry says the mode, in Gatekeeper's schema.
+	framework.Poll(t, "the status entry to say the mode", func() bool { return statusSaysWarn(assigns, id) })
 
+	checkMutatorEnforced(t, h, ns)
+	framework.Poll(t, "the status entry to say enforced", func() bool {
+		u, err := assigns.Get(context.Background(), "modes-pull", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		e, ok := entryOf(u, id)
+		return ok && e["enforced"] == true && e["errors"] == nil
+	})
+}
+
+// checkWarnedPod: a pod created while the mutator is in Warn mode gets the
+// warning and is stored as sent, without Gatekeeper's annotations.
+func checkWarnedPod(t *testing.T, h *host, ns, want string) {
+	t.Helper()
 	r := h.mustKubectl(t, podYAML(ns, "lm-warned", "web", ""), "create", "-o", "json", "-f", "-")
 	if !strings.Contains(r.Stderr, want+"lm-warned") {
 		t.Errorf("kubectl printed %q, want the warning %q", r.Stderr, want+"lm-warned")
@@ -81,6 +101,12 @@ func testLocationMutatorWarnMode(t *testing.T, h *host) {
 		}
 	}
 
+}
+
+// checkWarnedPodAudited: the warned pod's create carries, in the audit
+// log, what the mutator would have set.
+func checkWarnedPodAudited(t *testing.T, h *host, ns string) {
+	t.Helper()
 	wantAudit := `Assign/modes-pull (Warn) would set spec.containers[name: *].imagePullPolicy to "Always"`
 	framework.Poll(t, "the audit event of the warned pod's create", func() bool {
 		events, err := framework.AuditEvents(h.server.AuditLog)
@@ -98,36 +124,44 @@ func testLocationMutatorWarnMode(t *testing.T, h *host) {
 		return false
 	})
 
-	// The status entry says the mode, in Gatekeeper's schema.
-	framework.Poll(t, "the status entry to say the mode", func() bool {
-		u, err := assigns.Get(context.Background(), "modes-pull", metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		e, ok := entryOf(u, id)
-		// enforced is omitted when false, as in Gatekeeper's schema.
-		if !ok || e["enforced"] == true {
-			return false
-		}
-		errs, _ := e["errors"].([]any)
-		if len(errs) != 1 {
-			return false
-		}
-		first, _ := errs[0].(map[string]any)
-		message, _ := first["message"].(string)
-		return first["type"] == "Mode" && strings.HasPrefix(message, "mode Warn: not enforced")
-	})
+}
 
+// statusSaysWarn reports whether the server's status entry of the
+// modes-pull Assign says it is not enforced because of its Warn mode.
+func statusSaysWarn(assigns dynamic.NamespaceableResourceInterface, id string) bool {
+	u, err := assigns.Get(context.Background(), "modes-pull", metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	e, ok := entryOf(u, id)
+	// enforced is omitted when false, as in Gatekeeper's schema.
+	if !ok || e["enforced"] == true {
+		return false
+	}
+	errs, _ := e["errors"].([]any)
+	if len(errs) != 1 {
+		return false
+	}
+	first, _ := errs[0].(map[string]any)
+	message, _ := first["message"].(string)
+	return first["type"] == "Mode" && strings.HasPrefix(message, "mode Warn: not enforced")
+}
+
+// checkMutatorEnforced switches the mutator to Enforce with kubectl
+// annotate: pods then get its change and Gatekeeper's annotation, and no
+// warning.
+func checkMutatorEnforced(t *testing.T, h *host, ns string) {
+	t.Helper()
 	h.mustKubectl(t, "", "annotate", "--overwrite", "assign", "modes-pull", mutation.ModeAnnotation+"=Enforce")
 	framework.Poll(t, "the mutator switched to Enforce to apply", func() bool {
 		r := h.kubectl(t, podYAML(ns, "probe", "web", ""), "create", "--dry-run=server", "-o", "json", "-f", "-")
 		return r.Err == nil && pullPolicies(decodePod(t, r.Stdout))[0] == corev1.PullAlways
 	})
-	r = h.mustKubectl(t, podYAML(ns, "lm-enforced", "web", ""), "create", "-o", "json", "-f", "-")
+	r := h.mustKubectl(t, podYAML(ns, "lm-enforced", "web", ""), "create", "-o", "json", "-f", "-")
 	if strings.Contains(r.Stderr, "Warning") {
 		t.Errorf("an enforced mutator still warns: %q", r.Stderr)
 	}
-	pod = decodePod(t, r.Stdout)
+	pod := decodePod(t, r.Stdout)
 	for _, p := range pullPolicies(pod) {
 		if p != corev1.PullAlways {
 			t.Errorf("the enforced mutator left pull policies %v", pullPolicies(pod))
@@ -137,14 +171,6 @@ func testLocationMutatorWarnMode(t *testing.T, h *host) {
 	if got := pod.Annotations[locationmutator.MutationsAnnotation]; got != "Assign//modes-pull:1" {
 		t.Errorf("%s = %q, want Assign//modes-pull:1", locationmutator.MutationsAnnotation, got)
 	}
-	framework.Poll(t, "the status entry to say enforced", func() bool {
-		u, err := assigns.Get(context.Background(), "modes-pull", metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		e, ok := entryOf(u, id)
-		return ok && e["enforced"] == true && e["errors"] == nil
-	})
 }
 
 // TestLocationMutatorGatekeeperAnnotations: with mutationAnnotations in the

@@ -105,8 +105,22 @@ func TestMetrics(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts another server")
 	}
-	ctx := context.Background()
 	beforeStart := scrapeAdmitkit(t, framework.KubeClient(t, server.AdminConfig()))
+	srv := startMetricsServer(t)
+	client := framework.KubeClient(t, srv.AdminConfig())
+	checkStartupMetrics(t, client, beforeStart)
+	createMetricsPresets(t, client, framework.SettingsClient(t, srv.AdminConfig()))
+	waitForPresetGauges(t, client)
+
+	before := scrapeAdmitkit(t, client)
+	sendMetricsRequests(t, client, framework.KubeClient(t, srv.NodeConfig("metrics-node")))
+	checkMetricsMoved(t, before, scrapeAdmitkit(t, client))
+}
+
+// startMetricsServer starts the server TestMetrics reads, with two
+// configured mutators and a node identity.
+func startMetricsServer(t *testing.T) *framework.Server {
+	t.Helper()
 	srv, err := framework.Start(framework.Config{
 		AdmissionConfig: metricsAdmissionConfig,
 		Args:            []string{framework.ServeSettings, "--enable-admission-plugins=PodPreset,LocationMutator,NodeRestriction"},
@@ -120,19 +134,16 @@ func TestMetrics(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	client, err := kubernetes.NewForConfig(srv.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	settings, err := settingsclient.NewForConfig(srv.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	return srv
+}
 
-	// Taking in the configuration: two mutators, both enforced.
+// checkStartupMetrics checks what taking in the configuration's two
+// enforced mutators moved.
+func checkStartupMetrics(t *testing.T, client kubernetes.Interface, beforeStart map[string]float64) {
+	t.Helper()
 	started := scrapeAdmitkit(t, client)
 	const mutators = 2
-	wantStart := map[string]float64{
+	want := map[string]float64{
 		"apiserver_admission_locationmutator_mutators{source=config,state=enforced}": mutators,
 		"apiserver_admission_locationmutator_mutators{source=config,state=error}":    0,
 		"apiserver_admission_locationmutator_mutators{source=config,state=conflict}": 0,
@@ -150,21 +161,26 @@ func TestMetrics(t *testing.T) {
 		"apiserver_admission_locationmutator_mutator_ingestions_total{outcome=enforced,source=config}",
 		"apiserver_admission_locationmutator_mutator_ingestion_duration_seconds_count{outcome=enforced,source=config}",
 	} {
-		wantStart[name] = beforeStart[name] + mutators
+		want[name] = beforeStart[name] + mutators
 	}
-	gotStart := map[string]float64{}
-	for name := range wantStart {
-		gotStart[name] = started[name]
+	got := map[string]float64{}
+	for name := range want {
+		got[name] = started[name]
 	}
-	if diff := cmp.Diff(wantStart, gotStart); diff != "" {
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after start-up (-want +got):\n%s", diff)
 	}
+}
 
-	// A PodPreset and a ClusterPodPreset for app=web pods.
+// createMetricsPresets makes the metrics namespace with its default
+// account (no controller makes the one the ServiceAccount plugin requires),
+// and a PodPreset and a ClusterPodPreset for app=web pods.
+func createMetricsPresets(t *testing.T, client kubernetes.Interface, settings settingsclient.Interface) {
+	t.Helper()
+	ctx := context.Background()
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "metrics"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// No controller makes the account the ServiceAccount plugin requires.
 	if _, err := client.CoreV1().ServiceAccounts("metrics").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -181,29 +197,36 @@ func TestMetrics(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The presets gauge shows both once the plugin's informers have them.
-	wantPresets := map[string]float64{
+}
+
+// waitForPresetGauges waits until the presets gauge shows both presets,
+// once the plugin's informers have them.
+func waitForPresetGauges(t *testing.T, client kubernetes.Interface) {
+	t.Helper()
+	want := map[string]float64{
 		"apiserver_admission_podpreset_presets{kind=PodPreset}":        1,
 		"apiserver_admission_podpreset_presets{kind=ClusterPodPreset}": 1,
 	}
-	var gotPresets map[string]float64
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	var got map[string]float64
+	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		all := scrapeAdmitkit(t, client)
-		gotPresets = map[string]float64{}
-		for name := range wantPresets {
-			gotPresets[name] = all[name]
+		got = map[string]float64{}
+		for name := range want {
+			got[name] = all[name]
 		}
-		return maps.Equal(wantPresets, gotPresets), nil
+		return maps.Equal(want, got), nil
 	}); err != nil {
-		t.Errorf("presets gauge %v, want %v", gotPresets, wantPresets)
+		t.Errorf("presets gauge %v, want %v", got, want)
 	}
+}
 
-	// Three pod creates: one gets both presets, one conflicts with the
-	// PodPreset, one is excluded. The LocationMutator changes all three,
-	// each in two passes (the second changes nothing). NodeRestriction
-	// counts none of them, only the node's: it registers its Node, then
-	// tries to taint it.
-	before := scrapeAdmitkit(t, client)
+// sendMetricsRequests makes three pod creates: one gets both presets, one
+// conflicts with the PodPreset, one is excluded. Then the node registers
+// its Node and tries to taint it.
+func sendMetricsRequests(t *testing.T, client, nodeClient kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	web := map[string]string{"app": "web"}
 	conflicting := framework.Pod("conflicting", web, "app")
 	conflicting.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DB_HOST", Value: "elsewhere"}}
 	excluded := framework.Pod("excluded", web, "app")
@@ -213,10 +236,6 @@ func TestMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	nodeClient, err := kubernetes.NewForConfig(srv.NodeConfig("metrics-node"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	node, err := nodeClient.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "metrics-node"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("the node registering itself: %v", err)
@@ -225,8 +244,15 @@ func TestMetrics(t *testing.T) {
 	if _, err := nodeClient.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("the node tainting itself: %v, want Forbidden", err)
 	}
-	after := scrapeAdmitkit(t, client)
-	wantMoved := map[string]float64{
+}
+
+// checkMetricsMoved checks what sendMetricsRequests moved. The
+// LocationMutator changes all three pods, each in two passes (the second
+// changes nothing). NodeRestriction counts none of the pods, only the
+// node's two writes.
+func checkMetricsMoved(t *testing.T, before, after map[string]float64) {
+	t.Helper()
+	want := map[string]float64{
 		"apiserver_admission_noderestriction_requests_total{resource=nodes}":                            2,
 		"apiserver_admission_noderestriction_requests_total{resource=pods}":                             0,
 		"apiserver_admission_noderestriction_denied_requests_total{reason=taint_change,resource=nodes}": 1,
@@ -241,14 +267,14 @@ func TestMetrics(t *testing.T) {
 		"apiserver_admission_locationmutator_convergence_passes_sum{}":                                  6,
 		"apiserver_admission_locationmutator_not_converged_refusals_total{}":                            0,
 	}
-	gotMoved := map[string]float64{}
-	for name := range wantMoved {
+	got := map[string]float64{}
+	for name := range want {
 		if _, ok := after[name]; !ok {
 			t.Errorf("%s is not on /metrics", name)
 		}
-		gotMoved[name] = after[name] - before[name]
+		got[name] = after[name] - before[name]
 	}
-	if diff := cmp.Diff(wantMoved, gotMoved); diff != "" {
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("metric changes after three pod creates and two node writes (-want +got):\n%s", diff)
 	}
 }

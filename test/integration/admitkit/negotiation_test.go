@@ -41,25 +41,36 @@ import (
 func TestContentNegotiation(t *testing.T) {
 	ns := "negotiation"
 	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
-	ctx := context.Background()
-	if _, err := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1().PodPresets(ns).Create(ctx, podPreset("db", map[string]string{"app": "web"}, corev1.EnvVar{Name: "DB", Value: "1"}), metav1.CreateOptions{}); err != nil {
+	if _, err := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1().PodPresets(ns).Create(context.Background(), podPreset("db", map[string]string{"app": "web"}, corev1.EnvVar{Name: "DB", Value: "1"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	testNegotiatedRequests(t, ns)
+	t.Run("metadata client", func(t *testing.T) { testPresetsMetadataClient(t, ns) })
+	t.Run("protobuf-preferring clientset", testProtobufPreferringClientset)
+}
+
+const (
+	protobuf      = runtime.ContentTypeProtobuf
+	protobufFirst = "application/vnd.kubernetes.protobuf, application/json"
+)
+
+// negotiation is a request with the headers a client sends, and the status
+// and content type it must get.
+type negotiation struct {
+	name, method, path, accept, contentType, body string
+	wantStatus                                    int
+	wantType                                      string
+}
+
+// testNegotiatedRequests sends the group requests with each client's
+// headers.
+func testNegotiatedRequests(t *testing.T, ns string) {
 	httpClient, err := rest.HTTPClientFor(server.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	const (
-		protobuf      = runtime.ContentTypeProtobuf
-		protobufFirst = "application/vnd.kubernetes.protobuf, application/json"
-	)
-	base := server.Host + "/apis/settings.k8s.io/v1alpha1"
 	presetJSON := `{"apiVersion":"settings.k8s.io/v1alpha1","kind":"PodPreset","metadata":{"name":"posted"},"spec":{"env":[{"name":"A","value":"1"}]}}`
-	for _, tc := range []struct {
-		name, method, path, accept, contentType, body string
-		wantStatus                                    int
-		wantType                                      string
-	}{
+	for _, tc := range []negotiation{
 		{name: "list, protobuf first", method: http.MethodGet, path: "/namespaces/" + ns + "/podpresets", accept: protobufFirst, wantStatus: http.StatusOK, wantType: runtime.ContentTypeJSON},
 		{name: "get, protobuf first", method: http.MethodGet, path: "/namespaces/" + ns + "/podpresets/db", accept: protobufFirst, wantStatus: http.StatusOK, wantType: runtime.ContentTypeJSON},
 		{name: "cluster list, protobuf first", method: http.MethodGet, path: "/clusterpodpresets", accept: protobufFirst, wantStatus: http.StatusOK, wantType: runtime.ContentTypeJSON},
@@ -67,65 +78,70 @@ func TestContentNegotiation(t *testing.T) {
 		{name: "create, JSON body, protobuf first", method: http.MethodPost, path: "/namespaces/" + ns + "/podpresets", accept: protobufFirst, contentType: runtime.ContentTypeJSON, body: presetJSON, wantStatus: http.StatusCreated, wantType: runtime.ContentTypeJSON},
 		{name: "create, protobuf body", method: http.MethodPost, path: "/namespaces/" + ns + "/podpresets", accept: protobufFirst, contentType: protobuf, body: "\x6b\x38\x73\x00", wantStatus: http.StatusUnsupportedMediaType},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			req, err := http.NewRequestWithContext(ctx, tc.method, base+tc.path, bytes.NewBufferString(tc.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Accept", tc.accept)
-			if tc.contentType != "" {
-				req.Header.Set("Content-Type", tc.contentType)
-			}
-			resp, err := httpClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != tc.wantStatus {
-				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.wantStatus, body)
-			}
-			if tc.wantType == "" {
-				return
-			}
-			if got, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); got != tc.wantType {
-				t.Errorf("Content-Type %q, want %s", resp.Header.Get("Content-Type"), tc.wantType)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkNegotiation(t, httpClient, tc) })
 	}
+}
 
-	// The calls kube-controller-manager's namespace controller makes, with
-	// the metadata client it makes them with: list and delete every preset
-	// of a namespace.
-	t.Run("metadata client", func(t *testing.T) {
-		client, err := metadata.NewForConfig(server.AdminConfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		presets := client.Resource(settingsv1alpha1.SchemeGroupVersion.WithResource("podpresets")).Namespace(ns)
-		list, err := presets.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatalf("list: %v", err)
-		}
-		if len(list.Items) != 2 {
-			t.Errorf("listed %d presets, want 2", len(list.Items))
-		}
-		if err := presets.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-			t.Fatalf("delete collection: %v", err)
-		}
-		if list, err = presets.List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
-			t.Errorf("after deleting: %v presets, err %v", len(list.Items), err)
-		}
-	})
+// checkNegotiation sends tc's request to settings.k8s.io/v1alpha1.
+func checkNegotiation(t *testing.T, httpClient *http.Client, tc negotiation) {
+	req, err := http.NewRequestWithContext(context.Background(), tc.method, server.Host+"/apis/settings.k8s.io/v1alpha1"+tc.path, bytes.NewBufferString(tc.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", tc.accept)
+	if tc.contentType != "" {
+		req.Header.Set("Content-Type", tc.contentType)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != tc.wantStatus {
+		t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.wantStatus, body)
+	}
+	if tc.wantType == "" {
+		return
+	}
+	if got, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); got != tc.wantType {
+		t.Errorf("Content-Type %q, want %s", resp.Header.Get("Content-Type"), tc.wantType)
+	}
+}
 
-	// A clientset configured for protobuf, as controllers are, reads the
-	// group as JSON.
-	t.Run("protobuf-preferring clientset", func(t *testing.T) {
-		cfg := server.AdminConfig()
-		cfg.ContentType = protobuf
-		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-		if _, err := framework.SettingsClient(t, cfg).SettingsV1alpha1().ClusterPodPresets().List(ctx, metav1.ListOptions{}); err != nil {
-			t.Errorf("list: %v", err)
-		}
-	})
+// testPresetsMetadataClient makes the calls kube-controller-manager's
+// namespace controller makes, with the metadata client it makes them
+// with: list and delete every preset of a namespace.
+func testPresetsMetadataClient(t *testing.T, ns string) {
+	ctx := context.Background()
+	client, err := metadata.NewForConfig(server.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	presets := client.Resource(settingsv1alpha1.SchemeGroupVersion.WithResource("podpresets")).Namespace(ns)
+	list, err := presets.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	if len(list.Items) != 2 {
+		t.Errorf("listed %d presets, want 2", len(list.Items))
+	}
+	if err := presets.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatalf("delete collection: %v", err)
+	}
+	if list, err = presets.List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
+		t.Errorf("after deleting: %v presets, err %v", len(list.Items), err)
+	}
+}
+
+// testProtobufPreferringClientset: a clientset configured for protobuf, as
+// controllers are, reads the group as JSON.
+func testProtobufPreferringClientset(t *testing.T) {
+	ctx := context.Background()
+	cfg := server.AdminConfig()
+	cfg.ContentType = protobuf
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	if _, err := framework.SettingsClient(t, cfg).SettingsV1alpha1().ClusterPodPresets().List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("list: %v", err)
+	}
 }

@@ -31,6 +31,7 @@ import (
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
 	settingsclient "github.com/admitkit/admitkit/generated/clientset/versioned"
+	settingsv1alpha1client "github.com/admitkit/admitkit/generated/clientset/versioned/typed/settings/v1alpha1"
 	"github.com/admitkit/admitkit/registry/settings/bootstrappolicy"
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
@@ -60,9 +61,47 @@ func bindRole(t *testing.T, ns, user, clusterRole string) {
 // the aggregated admin and view roles a namespace admin manages PodPresets
 // while a viewer only reads them; neither touches ClusterPodPresets.
 func TestPodPresetRBAC(t *testing.T) {
-	ctx := context.Background()
+	checkPresetRolesReconciled(t)
+	ns := "rbac-presets"
+	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
+	bindRole(t, ns, "preset-admin", "admin")
+	bindRole(t, ns, "preset-viewer", "view")
+	admin := settingsClientAs(t, "preset-admin").SettingsV1alpha1()
+	viewer := settingsClientAs(t, "preset-viewer").SettingsV1alpha1()
+
+	preset := podPreset("by-admin", map[string]string{"app": "web"}, corev1.EnvVar{Name: "FROM", Value: "admin"})
+	waitUntilAllowed(t, "namespace admin cannot create a PodPreset", func(ctx context.Context) error {
+		_, err := admin.PodPresets(ns).Create(ctx, preset, metav1.CreateOptions{})
+		return err
+	})
+	// As an administrator would check it, through kube-controller-manager's
+	// aggregation of the roles into admin and view.
+	for user, want := range map[string]string{"preset-admin": "yes", "preset-viewer": "no"} {
+		r := kubectl(t, "", "auth", "can-i", "create", "podpresets", "-n", ns, "--as="+user)
+		if got := strings.TrimSpace(r.Stdout); got != want {
+			t.Errorf("kubectl auth can-i create podpresets --as=%s: %q (%v), want %s", user, got, r.Err, want)
+		}
+	}
+	var got *settingsv1alpha1.PodPreset
+	waitUntilAllowed(t, "viewer cannot read the PodPreset", func(ctx context.Context) (err error) {
+		got, err = viewer.PodPresets(ns).Get(ctx, preset.Name, metav1.GetOptions{})
+		return err
+	})
+	if _, err := viewer.PodPresets(ns).List(context.Background(), metav1.ListOptions{}); err != nil {
+		t.Errorf("viewer cannot list PodPresets: %v", err)
+	}
+	checkPresetWritesForbidden(t, admin, viewer, got)
+	if err := admin.PodPresets(ns).Delete(context.Background(), preset.Name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("namespace admin cannot delete the PodPreset: %v", err)
+	}
+}
+
+// checkPresetRolesReconciled: every admitkit ClusterRole exists with its
+// aggregation labels.
+func checkPresetRolesReconciled(t *testing.T) {
+	t.Helper()
 	for _, want := range bootstrappolicy.ClusterRoles() {
-		got, err := framework.KubeClient(t, server.AdminConfig()).RbacV1().ClusterRoles().Get(ctx, want.Name, metav1.GetOptions{})
+		got, err := framework.KubeClient(t, server.AdminConfig()).RbacV1().ClusterRoles().Get(context.Background(), want.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("ClusterRole %s not reconciled at start-up: %v", want.Name, err)
 		}
@@ -72,69 +111,46 @@ func TestPodPresetRBAC(t *testing.T) {
 			}
 		}
 	}
+}
 
-	ns := "rbac-presets"
-	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
-	bindRole(t, ns, "preset-admin", "admin")
-	bindRole(t, ns, "preset-viewer", "view")
-	admin := settingsClientAs(t, "preset-admin").SettingsV1alpha1()
-	viewer := settingsClientAs(t, "preset-viewer").SettingsV1alpha1()
-
-	// The aggregation controller adds the rules to admin a moment after the
-	// roles appear.
-	preset := podPreset("by-admin", map[string]string{"app": "web"}, corev1.EnvVar{Name: "FROM", Value: "admin"})
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := admin.PodPresets(ns).Create(ctx, preset, metav1.CreateOptions{})
+// waitUntilAllowed retries call while it is forbidden: the aggregation
+// controller adds the rules to admin and view a moment after the roles
+// appear.
+func waitUntilAllowed(t *testing.T, what string, call func(context.Context) error) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := call(ctx)
 		if apierrors.IsForbidden(err) {
 			return false, nil
 		}
 		return err == nil, err
 	})
 	if err != nil {
-		t.Fatalf("namespace admin cannot create a PodPreset: %v", err)
+		t.Fatalf("%s: %v", what, err)
 	}
-	// As an administrator would check it, through kube-controller-manager's
-	// aggregation of the roles into admin and view.
-	for user, want := range map[string]string{"preset-admin": "yes", "preset-viewer": "no"} {
-		r := kubectl(t, "", "auth", "can-i", "create", "podpresets", "-n", ns, "--as="+user)
-		if got := strings.TrimSpace(r.Stdout); got != want {
-			t.Errorf("kubectl auth can-i create podpresets --as=%s: %q (%v), want %s", user, got, r.Err, want)
-		}
-	}
+}
 
-	var got *settingsv1alpha1.PodPreset
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		var err error
-		got, err = viewer.PodPresets(ns).Get(ctx, preset.Name, metav1.GetOptions{})
-		if apierrors.IsForbidden(err) {
-			return false, nil
-		}
-		return err == nil, err
-	})
-	if err != nil {
-		t.Fatalf("viewer cannot read the PodPreset: %v", err)
-	}
-	if _, err := viewer.PodPresets(ns).List(ctx, metav1.ListOptions{}); err != nil {
-		t.Errorf("viewer cannot list PodPresets: %v", err)
-	}
-
+// checkPresetWritesForbidden: the viewer writes no PodPreset, and neither
+// the namespace admin nor the viewer creates a ClusterPodPreset.
+func checkPresetWritesForbidden(t *testing.T, admin, viewer settingsv1alpha1client.SettingsV1alpha1Interface, got *settingsv1alpha1.PodPreset) {
+	ctx := context.Background()
 	cluster := &settingsv1alpha1.ClusterPodPreset{ObjectMeta: metav1.ObjectMeta{Name: "rbac-not-allowed"}}
 	cases := []struct {
 		name  string
 		write func() error
 	}{
 		{name: "viewer creates a PodPreset", write: func() error {
-			_, err := viewer.PodPresets(ns).Create(ctx, podPreset("by-viewer", nil, corev1.EnvVar{Name: "FROM", Value: "viewer"}), metav1.CreateOptions{})
+			_, err := viewer.PodPresets(got.Namespace).Create(ctx, podPreset("by-viewer", nil, corev1.EnvVar{Name: "FROM", Value: "viewer"}), metav1.CreateOptions{})
 			return err
 		}},
 		{name: "viewer updates the PodPreset", write: func() error {
 			changed := got.DeepCopy()
 			changed.Labels = map[string]string{"changed": "true"}
-			_, err := viewer.PodPresets(ns).Update(ctx, changed, metav1.UpdateOptions{})
+			_, err := viewer.PodPresets(got.Namespace).Update(ctx, changed, metav1.UpdateOptions{})
 			return err
 		}},
 		{name: "viewer deletes the PodPreset", write: func() error {
-			return viewer.PodPresets(ns).Delete(ctx, preset.Name, metav1.DeleteOptions{})
+			return viewer.PodPresets(got.Namespace).Delete(ctx, got.Name, metav1.DeleteOptions{})
 		}},
 		{name: "admin creates a ClusterPodPreset", write: func() error {
 			_, err := admin.ClusterPodPresets().Create(ctx, cluster, metav1.CreateOptions{})
@@ -151,8 +167,5 @@ func TestPodPresetRBAC(t *testing.T) {
 				t.Errorf("error = %v, want Forbidden", err)
 			}
 		})
-	}
-	if err := admin.PodPresets(ns).Delete(ctx, preset.Name, metav1.DeleteOptions{}); err != nil {
-		t.Errorf("namespace admin cannot delete the PodPreset: %v", err)
 	}
 }

@@ -35,6 +35,7 @@ import (
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
 	settingsapply "github.com/admitkit/admitkit/generated/applyconfiguration/settings/v1alpha1"
+	settingsv1alpha1client "github.com/admitkit/admitkit/generated/clientset/versioned/typed/settings/v1alpha1"
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
@@ -112,7 +113,28 @@ func TestPodPresetCRUD(t *testing.T) {
 	ns := "crud"
 	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
 	presets := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1().PodPresets(ns)
+	createWatchedPreset(t, presets)
+	checkPresetUpdates(t, presets)
 
+	// Validation names the field.
+	bad := podPreset("bad", nil, corev1.EnvVar{Name: "", Value: "x"})
+	_, err := presets.Create(ctx, bad, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.env[0].name") {
+		t.Errorf("creating a preset with an unnamed env var: %v, want Invalid naming spec.env[0].name", err)
+	}
+
+	if err := presets.Delete(ctx, "db", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := presets.Get(ctx, "db", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("get after delete: %v, want NotFound", err)
+	}
+}
+
+// createWatchedPreset creates the db preset and sees it on a watch.
+func createWatchedPreset(t *testing.T, presets settingsv1alpha1client.PodPresetInterface) {
+	t.Helper()
+	ctx := context.Background()
 	w, err := presets.Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +156,14 @@ func TestPodPresetCRUD(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Error("no watch event for the created preset")
 	}
+}
 
+// checkPresetUpdates reads the db preset back and changes it: a spec
+// update moves the generation, a metadata-only one does not, a merge
+// patch replaces the env list, and a label selector lists it.
+func checkPresetUpdates(t *testing.T, presets settingsv1alpha1client.PodPresetInterface) {
+	t.Helper()
+	ctx := context.Background()
 	got, err := presets.Get(ctx, "db", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -174,20 +203,6 @@ func TestPodPresetCRUD(t *testing.T) {
 	}
 	if len(list.Items) != 1 {
 		t.Errorf("listed %d presets with team=a, want 1", len(list.Items))
-	}
-
-	// Validation names the field.
-	bad := podPreset("bad", nil, corev1.EnvVar{Name: "", Value: "x"})
-	_, err = presets.Create(ctx, bad, metav1.CreateOptions{})
-	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.env[0].name") {
-		t.Errorf("creating a preset with an unnamed env var: %v, want Invalid naming spec.env[0].name", err)
-	}
-
-	if err := presets.Delete(ctx, "db", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := presets.Get(ctx, "db", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("get after delete: %v, want NotFound", err)
 	}
 }
 

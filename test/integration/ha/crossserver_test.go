@@ -192,34 +192,12 @@ func TestNodeRefusalsAcrossServers(t *testing.T) {
 	ctx := context.Background()
 	const ns = "ha-nodes"
 	framework.CreateNamespace(t, serverA.AdminConfig(), ns, nil)
-	admin := framework.KubeClient(t, serverA.AdminConfig())
-	node1, err := framework.KubeClient(t, serverA.NodeConfig("node-1")).CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("node-1 registering itself on A: %v", err)
-	}
-	node2, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-2"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	node1, node2 := registerNodesOnA(t)
 	nodeOn := map[string]kubernetes.Interface{
 		"A": framework.KubeClient(t, serverA.NodeConfig("node-1")),
 		"B": framework.KubeClient(t, serverB.NodeConfig("node-1")),
 	}
-	// B's informers see both Nodes a moment after A stored them: its own
-	// mirror pod is admitted once B knows node-1, another node's refused
-	// only once B knows node-2 (before, it is NotFound).
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		pods := nodeOn["B"].CoreV1().Pods(ns)
-		_, err := pods.Create(ctx, framework.MirrorPod("own", "node-1", node1.UID), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil {
-			return false, nil
-		}
-		_, err = pods.Create(ctx, framework.MirrorPod("other", "node-2", node2.UID), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return apierrors.IsForbidden(err), nil
-	})
-	if err != nil {
-		t.Fatalf("B never saw node-1 and node-2 registered through A: %v", err)
-	}
+	waitForNodesOnB(t, nodeOn["B"], ns, node1, node2)
 
 	for _, tc := range []struct {
 		name    string
@@ -272,6 +250,42 @@ func TestNodeRefusalsAcrossServers(t *testing.T) {
 				t.Errorf("A and B refuse with different messages:\nA: %s\nB: %s", errA, errB)
 			}
 		})
+	}
+}
+
+// registerNodesOnA registers node-1 as itself and node-2 as the admin,
+// both through A.
+func registerNodesOnA(t *testing.T) (node1, node2 *corev1.Node) {
+	t.Helper()
+	ctx := context.Background()
+	node1, err := framework.KubeClient(t, serverA.NodeConfig("node-1")).CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("node-1 registering itself on A: %v", err)
+	}
+	node2, err = framework.KubeClient(t, serverA.AdminConfig()).CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-2"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node1, node2
+}
+
+// waitForNodesOnB waits until B's informers see both Nodes, a moment after
+// A stored them: node-1's own mirror pod is admitted once B knows node-1,
+// another node's refused only once B knows node-2 (before, it is
+// NotFound).
+func waitForNodesOnB(t *testing.T, onB kubernetes.Interface, ns string, node1, node2 *corev1.Node) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods := onB.CoreV1().Pods(ns)
+		_, err := pods.Create(ctx, framework.MirrorPod("own", "node-1", node1.UID), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, nil
+		}
+		_, err = pods.Create(ctx, framework.MirrorPod("other", "node-2", node2.UID), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsForbidden(err), nil
+	})
+	if err != nil {
+		t.Fatalf("B never saw node-1 and node-2 registered through A: %v", err)
 	}
 }
 

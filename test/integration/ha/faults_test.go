@@ -187,13 +187,7 @@ func (pt presetTimeline) writePreset(t *testing.T, ns, name string, via *framewo
 // told was stored may be missing at the end, and no pod sent after a preset
 // had reached every running server may lack it.
 func TestFaults(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		ns   string
-		// fault stops something and returns the servers still serving and
-		// how to bring back what it stopped.
-		fault func(t *testing.T) (up []*framework.Server, restore func() error)
-	}{
+	for _, tc := range []faultCase{
 		{
 			name: "apiserver B stops",
 			ns:   "ha-fault-apiserver",
@@ -218,56 +212,70 @@ func TestFaults(t *testing.T) {
 			},
 		},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			ns := tc.ns
-			framework.CreateNamespace(t, serverA.AdminConfig(), ns, nil)
-			presets := presetTimeline{}
-			presets.writePreset(t, ns, "before", serverA, serverA, serverB)
-
-			servers := []kubernetes.Interface{loadClient(t, serverA), loadClient(t, serverB)}
-			stop := make(chan struct{})
-			stopLoad := sync.OnceFunc(func() { close(stop) })
-			t.Cleanup(stopLoad)
-			result := make(chan *load, 1)
-			go func() { result <- runLoad(ctx, ns, servers, stop) }()
-
-			time.Sleep(2 * time.Second)
-			faultStart := time.Now()
-			up, restore := tc.fault(t)
-			recovered := false
-			// The other tests share the cluster: bring it back even when
-			// this one fails half-way.
-			t.Cleanup(func() {
-				if !recovered {
-					if err := restore(); err != nil {
-						t.Errorf("recovering from %q: %v", tc.name, err)
-					}
-				}
-			})
-			presets.writePreset(t, ns, "during", up[0], up...)
-			time.Sleep(2 * time.Second)
-			recovered = true
-			if err := restore(); err != nil {
-				t.Fatalf("recovering from %q: %v", tc.name, err)
-			}
-			faultEnd := time.Now()
-			presets.writePreset(t, ns, "after", serverB, serverA, serverB)
-			time.Sleep(time.Second)
-			stopLoad()
-			l := <-result
-
-			checkLoad(t, ns, l, presets)
-			during := 0
-			for _, sent := range l.sent {
-				if sent.After(faultStart) && sent.Before(faultEnd) {
-					during++
-				}
-			}
-			t.Logf("from the stop until it served again: %v, %d pods sent", faultEnd.Sub(faultStart).Round(time.Millisecond), during)
-			checkEtcdMembersAgree(t, ns)
-		})
+		t.Run(tc.name, func(t *testing.T) { runFault(t, tc) })
 	}
+}
+
+// faultCase is a fault TestFaults brings about under load.
+type faultCase struct {
+	name string
+	ns   string
+	// fault stops something and returns the servers still serving and
+	// how to bring back what it stopped.
+	fault func(t *testing.T) (up []*framework.Server, restore func() error)
+}
+
+// runFault runs the load in tc's namespace, brings the fault about in the
+// middle of it with a preset written before, during and after, and checks
+// what the clients were told against what the servers store.
+func runFault(t *testing.T, tc faultCase) {
+	ctx := context.Background()
+	ns := tc.ns
+	framework.CreateNamespace(t, serverA.AdminConfig(), ns, nil)
+	presets := presetTimeline{}
+	presets.writePreset(t, ns, "before", serverA, serverA, serverB)
+
+	servers := []kubernetes.Interface{loadClient(t, serverA), loadClient(t, serverB)}
+	stop := make(chan struct{})
+	stopLoad := sync.OnceFunc(func() { close(stop) })
+	t.Cleanup(stopLoad)
+	result := make(chan *load, 1)
+	go func() { result <- runLoad(ctx, ns, servers, stop) }()
+
+	time.Sleep(2 * time.Second)
+	faultStart := time.Now()
+	up, restore := tc.fault(t)
+	recovered := false
+	// The other tests share the cluster: bring it back even when
+	// this one fails half-way.
+	t.Cleanup(func() {
+		if !recovered {
+			if err := restore(); err != nil {
+				t.Errorf("recovering from %q: %v", tc.name, err)
+			}
+		}
+	})
+	presets.writePreset(t, ns, "during", up[0], up...)
+	time.Sleep(2 * time.Second)
+	recovered = true
+	if err := restore(); err != nil {
+		t.Fatalf("recovering from %q: %v", tc.name, err)
+	}
+	faultEnd := time.Now()
+	presets.writePreset(t, ns, "after", serverB, serverA, serverB)
+	time.Sleep(time.Second)
+	stopLoad()
+	l := <-result
+
+	checkLoad(t, ns, l, presets)
+	during := 0
+	for _, sent := range l.sent {
+		if sent.After(faultStart) && sent.Before(faultEnd) {
+			during++
+		}
+	}
+	t.Logf("from the stop until it served again: %v, %d pods sent", faultEnd.Sub(faultStart).Round(time.Millisecond), during)
+	checkEtcdMembersAgree(t, ns)
 }
 
 // checkLoad compares what the clients were told with what both servers
