@@ -42,7 +42,7 @@ func TestWalkerAllocations(t *testing.T) {
 		// fresh pod and on one that already has every change.
 		typedFresh, typedMutated, unstructuredFresh, unstructuredMutated float64
 	}{
-		{"ten-matching", tenPodMutators(t), 44, 9, 52, 7},
+		{"ten-matching", tenPodMutators(t), 41, 6, 49, 4},
 		{"ten-matching-with-quantity", append(tenPodMutators(t)[:9:9], quantityLimit), 113, 60, 52, 4},
 		{"one-assign", []string{pullAlways}, 6, 4, 6, 4},
 	}
