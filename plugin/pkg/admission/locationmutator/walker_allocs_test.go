@@ -42,9 +42,9 @@ func TestWalkerAllocations(t *testing.T) {
 		// fresh pod and on one that already has every change.
 		typedFresh, typedMutated, unstructuredFresh, unstructuredMutated float64
 	}{
-		{"ten-matching", tenPodMutators(t), 105, 15, 79, 11},
-		{"ten-matching-with-quantity", append(tenPodMutators(t)[:9:9], quantityLimit), 171, 66, 79, 8},
-		{"one-assign", []string{pullAlways}, 17, 5, 14, 5},
+		{"ten-matching", tenPodMutators(t), 41, 6, 49, 4},
+		{"ten-matching-with-quantity", append(tenPodMutators(t)[:9:9], quantityLimit), 113, 60, 52, 4},
+		{"one-assign", []string{pullAlways}, 6, 4, 6, 4},
 	}
 	for _, sh := range shapes {
 		t.Run(sh.name, func(t *testing.T) {

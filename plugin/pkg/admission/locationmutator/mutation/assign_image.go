@@ -35,9 +35,13 @@ type assignImageOp struct {
 // endType: a string, and nothing may be written below it.
 func (assignImageOp) endType() impliedType { return impliedType{kind: "string"} }
 
-// image is current with the assigned parts.
-func (a assignImageOp) image(current string) string {
-	img := splitImage(current)
+// image is current with the assigned parts, and whether it is current
+// as it is: parts that are already the assigned ones, found without
+// building the string, which is most of what a pod that already has its
+// images would cost.
+func (a assignImageOp) image(current string) (string, bool) {
+	was := splitImage(current)
+	img := was
 	if a.parts.domain != "" {
 		img.domain = a.parts.domain
 	}
@@ -47,7 +51,10 @@ func (a assignImageOp) image(current string) string {
 	if a.parts.tag != "" {
 		img.tag = a.parts.tag
 	}
-	return img.String()
+	if img == was {
+		return current, true
+	}
+	return img.String(), false
 }
 
 func (a assignImageOp) summary(where string) string {
@@ -69,8 +76,8 @@ func (a assignImageOp) write(m *Mutator, s slot, exists bool, _ requestMeta) (ef
 		}
 	}
 	// Never empty: validation requires one of the parts.
-	img := a.image(cur)
-	if exists && img == cur {
+	img, same := a.image(cur)
+	if exists && (same || img == cur) {
 		return effect{}, nil
 	}
 	e, err := s.set(img)

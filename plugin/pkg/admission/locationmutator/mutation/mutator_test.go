@@ -332,9 +332,13 @@ func TestAssignImageConverges(t *testing.T) {
 				}
 				for _, img := range images {
 					op := assignImageOp{imageRef{domain: d, path: p, tag: tag}}
-					once := op.image(img)
-					if twice := op.image(once); twice != once {
+					once, _ := op.image(img)
+					twice, same := op.image(once)
+					if twice != once {
 						t.Errorf("domain %q path %q tag %q on %q: %q then %q", d, p, tag, img, once, twice)
+					}
+					if !same {
+						t.Errorf("domain %q path %q tag %q on %q: %q is not seen as current", d, p, tag, img, once)
 					}
 				}
 			}

@@ -318,11 +318,26 @@ func (o *unstructuredRoot) same(snapshot any) (bool, error) {
 
 func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External) (Result, error) {
 	var (
-		res     Result
-		applied []int // indexes of the candidates that changed it, sorted: run order
-		reached []int // and of those that reached their location in a pass that changed it
-		matched int
+		res Result
+		// Indexes of the candidates: those that changed it, sorted (run
+		// order); those that reached their location in a pass that
+		// changed it; and the same of the pass under way. Each is a set
+		// of at most len(candidates), so one array holds all four: on
+		// the stack, for as many candidates as requests nearly always
+		// have.
+		buf              [64]int
+		idx              = buf[:]
+		n                = len(candidates)
+		applied, reached []int
+		p                pass
+		matched          int
+		md               = requestMeta{Namespace: t.Namespace, Name: t.Name, external: ext}.withValues()
 	)
+	if 4*n > len(buf) {
+		idx = make([]int, 4*n)
+	}
+	applied, reached = idx[:0:n], idx[n:n:2*n]
+	p.changed, p.reached = idx[2*n:2*n:3*n], idx[3*n:3*n:4*n]
 	for pass := 1; ; pass++ {
 		res.Passes = pass
 		var snapshot any
@@ -335,8 +350,8 @@ func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External) (Re
 		if pass > 1 {
 			t.Labels = obj.labels()
 		}
-		p, err := runPass(candidates, obj, t, ext)
-		if err != nil {
+		var err error
+		if p, err = runPass(p.changed[:0], p.reached[:0], candidates, obj, t, md); err != nil {
 			return res, err
 		}
 		matched = max(matched, p.matched)
@@ -371,9 +386,10 @@ type pass struct {
 	reached []int // those that reached their location (effect.reached)
 }
 
-func runPass(candidates []*Mutator, obj mutable, t *match.Target, ext *External) (pass, error) {
-	var p pass
-	md := requestMeta{Namespace: t.Namespace, Name: t.Name, external: ext}.withValues()
+// runPass runs one pass, appending to changed and reached, which have the
+// room for every candidate.
+func runPass(changed, reached []int, candidates []*Mutator, obj mutable, t *match.Target, md requestMeta) (pass, error) {
+	p := pass{changed: changed, reached: reached}
 	for i, m := range candidates {
 		ok, err := m.matcher.Matches(t)
 		if err != nil {

@@ -298,6 +298,9 @@ func (s *typedMapEntry) exists() bool {
 	if !e.IsValid() {
 		return false
 	}
+	if s.info.shape == shapeScalar {
+		return true // never null, and boxing it in typedJSON allocates
+	}
 	u, ok := typedJSON(e, s.info)
 	return ok && !isNull(u)
 }
@@ -419,8 +422,17 @@ func (l *typedList) appendElement(o object) (bool, error) {
 	if so.made.ptr.IsValid() {
 		e = so.made.ptr
 	}
-	l.v.Set(reflect.Append(l.v, e))
+	l.push(e)
 	return true, nil
+}
+
+// push appends e to the slice in place. It is reflect.Append, whose
+// result Value costs an allocation of its own on every call.
+func (l *typedList) push(e reflect.Value) {
+	n := l.v.Len()
+	l.v.Grow(1)
+	l.v.SetLen(n + 1)
+	l.v.Index(n).Set(e)
 }
 
 func (l *typedList) setElement(j int, v any) (effect, error) {
@@ -430,7 +442,7 @@ func (l *typedList) setElement(j int, v any) (effect, error) {
 		return effect{}, err
 	}
 	if j < 0 {
-		l.v.Set(reflect.Append(l.v, nv))
+		l.push(nv)
 		return changedByWrite, nil
 	}
 	same := sameValue(l.v.Index(j), nv, ei)

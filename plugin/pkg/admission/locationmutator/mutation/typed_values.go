@@ -180,12 +180,11 @@ func decodeValue(x any, info *typeInfo) (reflect.Value, error) {
 	case info.shape == shapeScalar:
 		return decodeScalar(x, t)
 	case info.shape == shapePointerToScalar:
-		e, err := decodeScalar(x, t.Elem())
-		if err != nil {
+		// Decoded straight into the new pointer's value: one allocation.
+		p := reflect.New(t.Elem())
+		if err := setScalar(p.Elem(), x); err != nil {
 			return reflect.Value{}, err
 		}
-		p := reflect.New(t.Elem())
-		p.Elem().Set(e)
 		return p, nil
 	}
 	v, err := fromUnstructuredValue(x, t)
@@ -195,36 +194,64 @@ func decodeValue(x any, info *typeInfo) (reflect.Value, error) {
 	return v, nil
 }
 
+// decodeScalar makes the error only when x does not fit: it is most of
+// what a write that fits would otherwise allocate.
 func decodeScalar(x any, t reflect.Type) (reflect.Value, error) {
-	misfit := &misfitError{value: x, t: t}
 	switch t.Kind() {
 	case reflect.String, reflect.Bool:
 		// x itself, as the field's type: no copy is made.
 		xv := reflect.ValueOf(x)
 		if xv.Kind() != t.Kind() {
-			return reflect.Value{}, misfit
+			return reflect.Value{}, &misfitError{value: x, t: t}
 		}
 		return xv.Convert(t), nil
 	}
 	v := reflect.New(t).Elem()
-	switch t.Kind() {
+	if err := setScalar(v, x); err != nil {
+		return reflect.Value{}, err
+	}
+	return v, nil
+}
+
+// setScalar sets v, a settable boolean, string or number, to x.
+func setScalar(v reflect.Value, x any) error {
+	switch v.Kind() {
+	case reflect.String, reflect.Bool:
+		xv := reflect.ValueOf(x)
+		if xv.Kind() != v.Kind() {
+			return &misfitError{value: x, t: v.Type()}
+		}
+		v.Set(xv.Convert(v.Type()))
+		return nil
+	}
+	if !setNumber(v, x) {
+		return &misfitError{value: x, t: v.Type()}
+	}
+	return nil
+}
+
+// setNumber sets v, an integer or a float, to the JSON number x, and
+// reports whether x is one that v holds exactly (an integer in range, a
+// float that is not NaN).
+func setNumber(v reflect.Value, x any) bool {
+	switch v.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		i, ok := integerOf(x)
 		if !ok || v.OverflowInt(i) {
-			return v, misfit
+			return false
 		}
 		v.SetInt(i)
+		return true
 	case reflect.Float32, reflect.Float64:
 		i, f, isInt, ok := numberOf(x)
 		if isInt {
 			f = float64(i)
 		}
 		if !ok || math.IsNaN(f) || v.OverflowFloat(f) {
-			return v, misfit
+			return false
 		}
 		v.SetFloat(f)
-	default:
-		return v, misfit
+		return true
 	}
-	return v, nil
+	return false
 }
