@@ -250,7 +250,8 @@ func checkScope(t *testing.T, plugin string, w webhook) {
 		"validate/LocationMutator":    {{"mutations.gatekeeper.sh", "assign,assignmetadata,modifyset,assignimage", "CREATE,UPDATE"}, {"externaldata.gatekeeper.sh", "providers", "CREATE,UPDATE"}},
 		"mutate/SettingsDefaults":     {{"settings.k8s.io", "podpresets,clusterpodpresets", "CREATE,UPDATE"}},
 		"validate/SettingsValidation": {{"settings.k8s.io", "podpresets,clusterpodpresets", "CREATE,UPDATE"}},
-		"validate/NodeRestriction":    {{"", "nodes,nodes/*,pods,pods/*", "*"}, {"resource.k8s.io", "resourceslices", "*"}},
+		"validate/NodeRestriction": {{"", "nodes,nodes/*,pods,pods/*", "*"}, {"resource.k8s.io", "resourceslices,resourceclaims/status", "*"},
+			{"coordination.k8s.io", "leases", "*"}, {"storage.k8s.io", "csinodes,csinodes/*", "*"}},
 	}[w.kind+"/"+plugin]
 	if !slices.Equal(got, want) {
 		t.Errorf("rules %v, want %v", got, want)

@@ -87,11 +87,20 @@ func newPlugin(nodeIdentifier NodeIdentifier, config *v1alpha1.Configuration) *P
 		}
 	}
 	registerMetrics()
+	scoped := newScopedAccounts(config)
+	ops := []admission.Operation{admission.Create, admission.Update, admission.Delete}
+	if scoped != nil {
+		// CONNECT (exec, attach, port-forward, proxy) is judged only for
+		// the node-scoped service accounts: Kubernetes' plugin does not
+		// handle it, so kubelets' CONNECT requests pass (Validate), and
+		// without such accounts the plugin is not even asked.
+		ops = append(ops, admission.Connect)
+	}
 	return &Plugin{
-		Handler:        admission.NewHandler(admission.Create, admission.Update, admission.Delete),
+		Handler:        admission.NewHandler(ops...),
 		nodeIdentifier: nodeIdentifier,
 		allow:          kubeletAllowances(config),
-		scoped:         newScopedAccounts(config),
+		scoped:         scoped,
 	}
 }
 
@@ -197,6 +206,7 @@ var (
 	leaseResource                 = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
 	csiNodeResource               = schema.GroupResource{Group: "storage.k8s.io", Resource: "csinodes"}
 	resourceSliceResource         = schema.GroupResource{Group: "resource.k8s.io", Resource: "resourceslices"}
+	resourceClaimResource         = schema.GroupResource{Group: "resource.k8s.io", Resource: "resourceclaims"}
 	csrResource                   = schema.GroupResource{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}
 	podCertificateRequestResource = schema.GroupResource{Group: "certificates.k8s.io", Resource: "podcertificaterequests"}
 )
@@ -217,7 +227,17 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, o admissi
 		}
 		return nil
 	}
+	if a.GetOperation() == admission.Connect {
+		// Kubernetes' plugin never sees CONNECT: neither does a kubelet here.
+		return nil
+	}
 	f := familyOf(a)
+	if f == familyResourceClaims {
+		// Kubernetes' plugin has no claim rule (the Node authorizer
+		// decides a kubelet's claim requests): for kubelets, claims are
+		// a resource no rule covers.
+		f = familyOther
+	}
 	d := p.judge(ctx, nodeName, f, a, o)
 	record(f, d)
 	if d != nil {

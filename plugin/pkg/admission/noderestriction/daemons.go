@@ -21,10 +21,12 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/versioned"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/apis/v1alpha1"
 )
 
@@ -121,10 +123,15 @@ func credentialNode(u user.Info) string {
 // legitimate credential is a token of a pod on a node, so any other (a
 // legacy Secret token, a token bound to no pod or to an unscheduled one)
 // is refused whatever it writes, as a kubelet whose node is unknown is.
+// Only a self review passes: it changes nothing, and it is how the holder
+// of such a credential finds out which identity and node it carries.
 func (p *Plugin) validateScoped(acct *scopedAccount, a admission.Attributes, o admission.ObjectInterfaces) error {
 	f := familyOf(a)
 	nodeName := credentialNode(a.GetUserInfo())
 	if nodeName == "" {
+		if isSelfReview(a) {
+			return nil
+		}
 		d := forbid(reasonUnknownNode, fmt.Errorf("NodeRestriction holds service account %s to the node its pod runs on, but this credential names no single node in its %s extra (a legacy Secret token, or a token not bound to a pod scheduled to a node, names none)",
 			acct.name, serviceaccount.NodeNameKey))
 		record(f, d)
@@ -141,39 +148,103 @@ func (p *Plugin) validateScoped(acct *scopedAccount, a admission.Attributes, o a
 	return nil
 }
 
+// selfReviews are the reviews a client makes of its own credential
+// (kubectl auth whoami, kubectl auth can-i): they are answered from the
+// request alone and store nothing.
+var selfReviews = map[schema.GroupResource]bool{
+	{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"}:      true,
+	{Group: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"}: true,
+	{Group: "authorization.k8s.io", Resource: "selfsubjectrulesreviews"}:  true,
+}
+
+func isSelfReview(a admission.Attributes) bool {
+	return a.GetOperation() == admission.Create && a.GetSubresource() == "" && selfReviews[a.GetResource().GroupResource()]
+}
+
 // judgeScoped applies the daemon rules of family f; judged is false for a
 // request no rule covers, which RBAC alone decides.
 func (p *Plugin) judgeScoped(acct *scopedAccount, nodeName string, f family, a admission.Attributes, o admission.ObjectInterfaces) (d *denial, judged bool) {
 	switch f {
 	case familyNodes:
-		// Registering and removing Nodes is the kubelet's and the node
-		// lifecycle controller's business.
-		if a.GetOperation() != admission.Update {
-			return forbid(reasonUnsupportedRequest, fmt.Errorf("may not create or delete nodes, only update its own")), true
-		}
-		return validateNodeUpdate(nodeName, acct.allow, a, o), true
+		return validateScopedNode(acct, nodeName, a, o), true
 	case familyPods:
-		switch a.GetOperation() {
-		case admission.Update:
-			return validateBoundPodUpdate(nodeName, a, o), true
-		case admission.Delete:
-			return p.validatePodDelete(nodeName, a), true
-		}
-		// A daemon creating pods (or bindings) is a daemon placing
-		// workloads, which is the scheduler's and controllers' job.
-		what := "pods"
-		if sub := a.GetSubresource(); sub != "" {
-			what += "/" + sub
-		}
-		return forbid(reasonUnsupportedRequest, fmt.Errorf("may not create %s, only update, evict and delete pods bound to its node", what)), true
+		return p.validateScopedPod(nodeName, a, o), true
 	case familyPodStatus:
 		return p.validatePodStatus(nodeName, a, o), true
 	case familyPodEviction:
 		return p.validatePodEviction(nodeName, a, o), true
 	case familyResourceSlices:
 		return validateResourceSlice(nodeName, true, a, o), true
+	case familyLeases:
+		// Node heartbeats, by the kubelet's rule; a daemon's own leases
+		// (leader election) elsewhere are RBAC's business.
+		if a.GetNamespace() != corev1.NamespaceNodeLease {
+			return nil, false
+		}
+		return p.validateLease(nodeName, a, o), true
+	case familyCSINodes:
+		return p.validateCSINode(nodeName, a, o), true
+	case familyResourceClaims:
+		if a.GetSubresource() != "status" {
+			return nil, false
+		}
+		return validateResourceClaimStatus(nodeName, a, o), true
 	}
 	return nil, false
+}
+
+// validateScopedNode lets a daemon update its own Node by the kubelet's
+// rules with its own allowances, and reach its own kubelet's API through
+// nodes/proxy, which runs code in any of that node's pods.
+func validateScopedNode(acct *scopedAccount, nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
+	switch a.GetOperation() {
+	case admission.Update:
+		return validateNodeUpdate(nodeName, acct.allow, a, o)
+	case admission.Connect:
+		return validateNodeConnect(nodeName, a)
+	}
+	// Registering and removing Nodes is the kubelet's and the node
+	// lifecycle controller's business.
+	return forbid(reasonUnsupportedRequest, fmt.Errorf("may not create or delete nodes, only update its own"))
+}
+
+// validateScopedPod holds a daemon's writes to pods, and its CONNECT
+// requests to them, to the pods bound to its node.
+func (p *Plugin) validateScopedPod(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
+	switch a.GetOperation() {
+	case admission.Update:
+		return validateBoundPodUpdate(nodeName, a, o)
+	case admission.Delete:
+		return p.validateScopedPodDelete(nodeName, a, o)
+	case admission.Connect:
+		return p.validatePodConnect(nodeName, a)
+	}
+	// A daemon creating pods (or bindings) is a daemon placing
+	// workloads, which is the scheduler's and controllers' job.
+	what := "pods"
+	if sub := a.GetSubresource(); sub != "" {
+		what += "/" + sub
+	}
+	return forbid(reasonUnsupportedRequest, fmt.Errorf("may not create %s, only update, evict and delete pods bound to its node", what))
+}
+
+// validateScopedPodDelete judges the pod being deleted, which the server
+// hands admission as the old object: for a DeleteCollection, whose request
+// names no pod, it does so item by item. The kubelets' rule looks the pod
+// up by the request's name instead, as Kubernetes' does; a server that
+// hands no old object gets the same lookup here.
+func (p *Plugin) validateScopedPodDelete(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
+	if versioned.IsNil(a.GetOldObject()) {
+		return p.validatePodDelete(nodeName, a)
+	}
+	spec, _, err := readPart(a.GetOldObject(), podGVK, o, "Spec", podSpec)
+	if err != nil {
+		return forbid(reasonUnreadableObject, err)
+	}
+	if spec.NodeName != nodeName {
+		return forbid(reasonOtherNodeObject, fmt.Errorf("node %q can only delete pods with spec.nodeName set to itself", nodeName))
+	}
+	return nil
 }
 
 // validateBoundPodUpdate lets a requester held to node nodeName update a

@@ -164,7 +164,14 @@ func TestRegister(t *testing.T) {
 		}
 	}
 	if p.Handles(admission.Connect) {
-		t.Errorf("handles CONNECT")
+		t.Errorf("handles CONNECT without node-scoped service accounts, which Kubernetes' plugin never sees")
+	}
+	daemons, err := initializedPlugin(t, "apiVersion: noderestriction.admission.admitkit.io/v1alpha1\nkind: Configuration\nnodeScopedServiceAccounts: [{namespace: kube-system, name: agent}]\n")
+	if err != nil {
+		t.Fatalf("with a node-scoped account: %v", err)
+	}
+	if !daemons.Handles(admission.Connect) {
+		t.Errorf("does not handle CONNECT, which node-scoped accounts' exec, attach, port-forward and proxy requests are")
 	}
 	_, err = initializedPlugin(t, "apiVersion: noderestriction.admission.admitkit.io/v1alpha1\nkind: Configuration\nallowedLabels: [x, node-restriction.kubernetes.io/x]\n")
 	if err == nil || !strings.Contains(err.Error(), "allowedLabels[1]: Invalid value") {

@@ -52,6 +52,8 @@ const (
 	familyResourceSlices
 	familyCSRs
 	familyPodCertificateRequests
+	// familyResourceClaims has rules for node-scoped accounts only.
+	familyResourceClaims
 	numFamilies
 )
 
@@ -69,6 +71,7 @@ var familyLabels = [numFamilies]string{
 	familyResourceSlices:         "resourceslices",
 	familyCSRs:                   "certificatesigningrequests",
 	familyPodCertificateRequests: "podcertificaterequests",
+	familyResourceClaims:         "resourceclaims",
 }
 
 // familyOf returns the family of a request by its group, resource and, for
@@ -100,6 +103,8 @@ func familyOf(a admission.Attributes) family {
 		return familyCSRs
 	case podCertificateRequestResource:
 		return familyPodCertificateRequests
+	case resourceClaimResource:
+		return familyResourceClaims
 	}
 	return familyOther
 }

@@ -98,6 +98,10 @@ var reasonsByMessage = []struct {
 	{"same NodeName", reasonOtherNodeObject},
 	{"CN=system:node:", reasonOtherNodeObject},
 	{"can only access leases in", reasonOtherNodeObject},
+	{"invalid proxy request name", reasonUnreadableObject},
+	{"set to its node", reasonOtherNodeObject},
+	{"on its own node, not on node", reasonOtherNodeObject},
+	{"ResourceClaims allocated on its node", reasonOtherNodeObject},
 	{"scheduled on a different node", reasonOtherNodeObject},
 	{"which is not the requesting node", reasonOtherNodeObject},
 	{"is not running on node", reasonOtherNodeObject},
@@ -125,7 +129,7 @@ func wantResource(a admission.Attributes) string {
 		}
 		return r
 	case "nodes", "persistentvolumeclaims", "serviceaccounts", "leases", "csinodes", "resourceslices",
-		"certificatesigningrequests", "podcertificaterequests":
+		"certificatesigningrequests", "podcertificaterequests", "resourceclaims":
 		return r
 	}
 	return "other"
@@ -234,7 +238,11 @@ func TestMetricsRequests(t *testing.T) {
 			want := map[string]float64{}
 			_, isNode := NewDefaultNodeIdentifier().NodeIdentity(c.Attrs.GetUserInfo())
 			resource := wantResource(c.Attrs)
-			if isNode && (resource != "other" || err != nil) || isScopedDaemon(c.Case) && (daemonResources[resource] || err != nil) {
+			if isNode && resource == "resourceclaims" {
+				resource = "other" // no kubelet rule
+			}
+			kubeletJudged := isNode && c.Attrs.GetOperation() != admission.Connect && (resource != "other" || err != nil)
+			if kubeletJudged || isScopedDaemon(c.Case) && (daemonJudges(c.Attrs) || err != nil) {
 				want["requests_total{"+resource+"}"] = 1
 				if err != nil {
 					reason := wantReason(t, err)
@@ -254,10 +262,20 @@ func TestMetricsRequests(t *testing.T) {
 	}
 }
 
-// daemonResources are the resource labels of the requests the daemon rules
-// judge; a node-scoped account's other requests are counted only when
-// refused (for a credential without a node).
-var daemonResources = map[string]bool{"nodes": true, "pods": true, "pods/status": true, "pods/eviction": true, "resourceslices": true}
+// daemonJudges reports whether the daemon rules judge a; a node-scoped
+// account's other requests are counted only when refused (for a
+// credential without a node).
+func daemonJudges(a admission.Attributes) bool {
+	switch wantResource(a) {
+	case "nodes", "pods", "pods/status", "pods/eviction", "resourceslices", "csinodes":
+		return true
+	case "leases":
+		return a.GetNamespace() == corev1.NamespaceNodeLease
+	case "resourceclaims":
+		return a.GetSubresource() == "status"
+	}
+	return false
+}
 
 // isScopedDaemon reports whether the case's user is one of the node-scoped
 // service accounts its configuration lists.

@@ -39,7 +39,7 @@ import (
 // Kubernetes' plugin cannot judge).
 func Admitkit() []Case {
 	var cases []Case
-	for _, group := range [][]Case{servedVersionCases(), otherRequestCases(), allowanceCases(), daemonCases()} {
+	for _, group := range [][]Case{servedVersionCases(), otherRequestCases(), allowanceCases(), daemonCases(), daemonReachCases()} {
 		cases = append(cases, group...)
 	}
 	return cases
