@@ -70,6 +70,10 @@ type Options struct {
 	// (--admission-control-config-file), with the plugins' configuration.
 	// Empty means none.
 	ConfigFile string
+	// Configs, when set, gives the plugins' configuration in place of
+	// ConfigFile, for a host that reads no AdmissionConfiguration (an
+	// offline admit, which builds the LocationMutator's itself).
+	Configs admission.ConfigProvider
 	// Initializers hand the plugins what kube-apiserver would (see
 	// NewInitializers).
 	Initializers []admission.PluginInitializer
@@ -122,9 +126,12 @@ func New(opts Options) (*Host, error) {
 		return nil, err
 	}
 	registerMetrics()
-	configs, err := admission.ReadAdmissionConfiguration(opts.Enabled, opts.ConfigFile, configScheme)
-	if err != nil {
-		return nil, fmt.Errorf("reading the admission configuration %q: %w", opts.ConfigFile, err)
+	configs := opts.Configs
+	if configs == nil {
+		var err error
+		if configs, err = admission.ReadAdmissionConfiguration(opts.Enabled, opts.ConfigFile, configScheme); err != nil {
+			return nil, fmt.Errorf("reading the admission configuration %q: %w", opts.ConfigFile, err)
+		}
 	}
 	h := &Host{
 		scheme:           opts.Scheme,
@@ -171,6 +178,8 @@ func (o Options) validate() error {
 		return errors.New("webhook: no admission plugin enabled")
 	case o.Scheme == nil:
 		return errors.New("webhook: Options.Scheme is nil")
+	case o.Configs != nil && o.ConfigFile != "":
+		return errors.New("webhook: Options.ConfigFile and Options.Configs are both set")
 	}
 	seen := map[string]bool{}
 	for _, name := range o.Enabled {

@@ -22,6 +22,7 @@ limitations under the License.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -43,6 +44,10 @@ func main() {
 		os.Exit(1)
 	}
 	if err := cmd.Execute(); err != nil {
+		var exit *exitError
+		if errors.As(err, &exit) {
+			os.Exit(exit.code)
+		}
 		os.Exit(1)
 	}
 }
@@ -75,6 +80,7 @@ func newCommand() (*cobra.Command, error) {
 		},
 	}
 	cmd.SetContext(genericapiserver.SetupSignalContext())
+	cmd.AddCommand(newAdmitCommand())
 
 	fss := o.Flags()
 	verflag.AddFlags(fss.FlagSet("global"))

@@ -60,8 +60,12 @@ func (o *options) Run(ctx context.Context) error {
 	// answered its last review.
 	drained := make(chan struct{})
 	defer close(drained)
+	clients, err := webhook.NewClients(config)
+	if err != nil {
+		return err
+	}
 	initializers, err := webhook.NewInitializers(webhook.InitializerConfig{
-		Client:           config,
+		Clients:          clients,
 		Identity:         o.Identity,
 		FeatureGates:     o.FeatureGate,
 		EffectiveVersion: utilcompatibility.DefaultBuildEffectiveVersion(),

@@ -1,0 +1,160 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+	http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+package offline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/admitkit/admitkit/plugin/webhook"
+)
+
+// Result is what admitting one object gave.
+type Result struct {
+	// Object is the object admitted, with every plugin's changes; nil when
+	// refused.
+	Object *unstructured.Unstructured
+	// Warnings are the plugins' warnings, in the order given.
+	Warnings []string
+	// Refusal is the status the server answers a refused create with.
+	Refusal *metav1.Status
+}
+
+// Admit judges obj as a create by requester (nil: an anonymous admin):
+// the defaults of its decoding, then every mutating plugin in chain order,
+// each one's patch applied before the next, then every validating plugin.
+// An error means obj could not be judged (a namespace it needs was not
+// given, or it is not an object).
+func (a *Admitter) Admit(ctx context.Context, obj *unstructured.Unstructured, requester user.Info) (*Result, error) {
+	if ns := obj.GetNamespace(); a.namespaces != nil && ns != "" && !a.namespaces[ns] {
+		return nil, &InputError{Object: describe(obj), Err: fmt.Errorf("namespace %q is not given, and a namespaceSelector reads namespaces", ns)}
+	}
+	defaulted, err := a.withDefaults(obj)
+	if err != nil {
+		return nil, &InputError{Object: describe(obj), Err: err}
+	}
+	return a.review(ctx, defaulted, requester, a.mutating, a.validating)
+}
+
+// withDefaults gives obj the defaults kube-apiserver's decoding gives a
+// kind it knows.
+func (a *Admitter) withDefaults(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	typed, err := a.scheme.New(obj.GroupVersionKind())
+	if a.defaulter == nil || err != nil {
+		return obj, nil
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, typed); err != nil {
+		return nil, err
+	}
+	a.defaulter.Default(typed)
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return nil, err
+	}
+	out := &unstructured.Unstructured{Object: u}
+	out.SetGroupVersionKind(obj.GroupVersionKind())
+	return out, nil
+}
+
+// review runs obj as one create request through the mutating plugins, then
+// the validating ones, by Host.Review.
+func (a *Admitter) review(ctx context.Context, obj *unstructured.Unstructured, requester user.Info, mutating, validating []string) (*Result, error) {
+	raw, err := json.Marshal(obj.Object)
+	if err != nil {
+		return nil, err
+	}
+	req := newCreate(obj, requester)
+	result := &Result{}
+	for _, name := range mutating {
+		req.Object.Raw = raw
+		resp, err := a.host.Review(ctx, webhook.Mutate, name, req)
+		if err != nil {
+			return nil, err
+		}
+		result.Warnings = append(result.Warnings, resp.Warnings...)
+		if !resp.Allowed {
+			result.Refusal = resp.Result
+			return result, nil
+		}
+		if len(resp.Patch) > 0 {
+			if raw, err = applyPatch(raw, resp.Patch); err != nil {
+				return nil, fmt.Errorf("%s's patch: %w", name, err)
+			}
+		}
+	}
+	req.Object.Raw = raw
+	for _, name := range validating {
+		resp, err := a.host.Review(ctx, webhook.Validate, name, req)
+		if err != nil {
+			return nil, err
+		}
+		result.Warnings = append(result.Warnings, resp.Warnings...)
+		if !resp.Allowed {
+			result.Refusal = resp.Result
+			return result, nil
+		}
+	}
+	result.Object = &unstructured.Unstructured{}
+	return result, result.Object.UnmarshalJSON(raw)
+}
+
+func applyPatch(doc, patch []byte) ([]byte, error) {
+	p, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		return nil, err
+	}
+	return p.Apply(doc)
+}
+
+// newCreate is the request kube-apiserver sends for a create of obj.
+func newCreate(obj *unstructured.Unstructured, requester user.Info) *admissionv1.AdmissionRequest {
+	gvk := obj.GroupVersionKind()
+	resource := resourceOf(gvk)
+	req := &admissionv1.AdmissionRequest{
+		UID:             newUID(),
+		Kind:            metav1.GroupVersionKind(gvk),
+		Resource:        metav1.GroupVersionResource(resource),
+		RequestKind:     &metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
+		RequestResource: &metav1.GroupVersionResource{Group: resource.Group, Version: resource.Version, Resource: resource.Resource},
+		Name:            obj.GetName(),
+		Namespace:       obj.GetNamespace(),
+		Operation:       admissionv1.Create,
+		Options:         runtime.RawExtension{Raw: []byte(`{"kind":"CreateOptions","apiVersion":"meta.k8s.io/v1"}`)},
+	}
+	if requester != nil {
+		req.UserInfo = authenticationv1.UserInfo{Username: requester.GetName(), UID: requester.GetUID(), Groups: requester.GetGroups()}
+		for k, v := range requester.GetExtra() {
+			if req.UserInfo.Extra == nil {
+				req.UserInfo.Extra = map[string]authenticationv1.ExtraValue{}
+			}
+			req.UserInfo.Extra[k] = v
+		}
+	}
+	return req
+}
+
+func newUID() types.UID { return types.UID(uuid.NewString()) }

@@ -1,0 +1,99 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+	http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+package main
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/kubernetes/pkg/controller"
+)
+
+// podOf returns the pod the controller of a workload would create from its
+// template, as the controller names and labels it (what the controller
+// learns only from the API, a uid or an ordinal beyond the first, is
+// left out), or nil for an object that is no workload.
+func podOf(u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	template, generateName, name, labels, err := templateOf(u)
+	if err != nil || template == nil {
+		return nil, err
+	}
+	pod := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: *template.ObjectMeta.DeepCopy(),
+		Spec:       *template.Spec.DeepCopy(),
+	}
+	pod.Namespace, pod.GenerateName, pod.Name = u.GetNamespace(), generateName, name
+	for k, v := range labels {
+		if pod.Labels == nil {
+			pod.Labels = map[string]string{}
+		}
+		pod.Labels[k] = v
+	}
+	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pod)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: out}, nil
+}
+
+// templateOf returns the pod template of a workload, the generateName or
+// name of its pods and the labels its controller adds to them.
+func templateOf(u *unstructured.Unstructured) (*corev1.PodTemplateSpec, string, string, map[string]string, error) {
+	name := u.GetName()
+	switch u.GroupVersionKind() {
+	case appsv1.SchemeGroupVersion.WithKind("Deployment"):
+		d := &appsv1.Deployment{}
+		if err := fromUnstructured(u, d); err != nil {
+			return nil, "", "", nil, err
+		}
+		// The ReplicaSet is named after the template's hash, and its pods
+		// carry the hash as a label.
+		hash := controller.ComputeHash(&d.Spec.Template, d.Status.CollisionCount)
+		return &d.Spec.Template, fmt.Sprintf("%s-%s-", name, hash), "", map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: hash}, nil
+	case appsv1.SchemeGroupVersion.WithKind("ReplicaSet"):
+		rs := &appsv1.ReplicaSet{}
+		err := fromUnstructured(u, rs)
+		return &rs.Spec.Template, name + "-", "", nil, err
+	case appsv1.SchemeGroupVersion.WithKind("DaemonSet"):
+		ds := &appsv1.DaemonSet{}
+		err := fromUnstructured(u, ds)
+		return &ds.Spec.Template, name + "-", "", nil, err
+	case appsv1.SchemeGroupVersion.WithKind("StatefulSet"):
+		ss := &appsv1.StatefulSet{}
+		err := fromUnstructured(u, ss)
+		// The first replica; its pod name is also a label.
+		return &ss.Spec.Template, "", name + "-0", map[string]string{appsv1.StatefulSetPodNameLabel: name + "-0"}, err
+	case batchv1.SchemeGroupVersion.WithKind("Job"):
+		job := &batchv1.Job{}
+		err := fromUnstructured(u, job)
+		return &job.Spec.Template, name + "-", "", map[string]string{batchv1.JobNameLabel: name}, err
+	case batchv1.SchemeGroupVersion.WithKind("CronJob"):
+		cj := &batchv1.CronJob{}
+		if err := fromUnstructured(u, cj); err != nil {
+			return nil, "", "", nil, err
+		}
+		// A run's Job is named after the cron job and its scheduled time,
+		// which offline is not known: its pods are "<cronjob>-...".
+		return &cj.Spec.JobTemplate.Spec.Template, name + "-", "", nil, nil
+	}
+	return nil, "", "", nil, nil
+}
