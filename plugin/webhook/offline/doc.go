@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 // Package offline admits manifests without a cluster, through the webhook
 // host's own Review (package webhook), so that a CI pipeline sees what a
 // kube-apiserver running admitkit's plugins would store, or refuse.
