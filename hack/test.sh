@@ -109,3 +109,11 @@ if [[ -f test/go.mod ]]; then
     step "kube-apiserver tests (test/)"
     (cd test && go vet -race ./... && go test -race -count=1 -timeout 45m ./...)
 fi
+
+# The walkthrough's examples as an admit test suite (README, "Testing
+# presets and mutators"), through the offline host of the server binary.
+# Built with -race, as the tests build it, so that a cold run links it
+# from packages it already compiled.
+step "admit test hack/examples/tests"
+(cd test && go build -race -o ../_output/admitkit-webhook ./cmd/admitkit-webhook)
+_output/admitkit-webhook admit test hack/examples/tests

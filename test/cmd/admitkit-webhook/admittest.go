@@ -183,8 +183,8 @@ func compareResults(results []admitted, want expected) string {
 		}
 		got := results[i].result.Object
 		if !contains(got.Object, obj) {
-			text, _ := unifiedDiff(results[i].name, &unstructured.Unstructured{Object: obj}, &unstructured.Unstructured{Object: within(got.Object, obj)})
-			problems = append(problems, "  "+results[i].name+" differs (- want, + admitted):\n"+text)
+			text, _ := unifiedDiff("want", "admitted", &unstructured.Unstructured{Object: obj}, &unstructured.Unstructured{Object: within(got.Object, obj)})
+			problems = append(problems, "  "+results[i].name+" differs:\n"+text)
 		}
 	}
 	return strings.Join(problems, "\n")

@@ -35,7 +35,7 @@ func printResults(w io.Writer, results []admitted, output string, diff bool) err
 			if r.result.Object == nil {
 				continue
 			}
-			text, err := unifiedDiff(r.name, r.input, r.result.Object)
+			text, err := unifiedDiff(r.name+" (given)", r.name+" (admitted)", r.input, r.result.Object)
 			if err != nil {
 				return err
 			}
@@ -70,8 +70,8 @@ func printResults(w io.Writer, results []admitted, output string, diff bool) err
 	return nil
 }
 
-// unifiedDiff is the diff of two objects' YAML, headed by name.
-func unifiedDiff(name string, from, to *unstructured.Unstructured) (string, error) {
+// unifiedDiff is the diff of two objects' YAML, headed by their names.
+func unifiedDiff(fromName, toName string, from, to *unstructured.Unstructured) (string, error) {
 	a, err := yaml.Marshal(from.Object)
 	if err != nil {
 		return "", err
@@ -82,6 +82,6 @@ func unifiedDiff(name string, from, to *unstructured.Unstructured) (string, erro
 	}
 	return difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
 		A: difflib.SplitLines(string(a)), B: difflib.SplitLines(string(b)),
-		FromFile: name + " (given)", ToFile: name + " (admitted)", Context: 3,
+		FromFile: fromName, ToFile: toName, Context: 3,
 	})
 }
