@@ -99,19 +99,7 @@ func TestUnenforcedMutators(t *testing.T) {
 			}
 		}
 	}
-	cases := []struct {
-		name      string
-		mutators  []string
-		obj       func(testing.TB, *corev1.Pod) runtime.Object // the pod as sent
-		namespace string
-		// want changes the pod as sent into the admitted one.
-		want         func(*corev1.Pod)
-		wantErr      string
-		wantWarnings []string
-		wantAudit    string
-		wantApplied  string
-		wantCounts   map[string]float64
-	}{
+	cases := []unenforcedCase{
 		{name: "warn", mutators: []string{inMode(pullAlways, mutation.ModeWarn)},
 			wantWarnings: []string{wantPullWarning},
 			wantAudit:    `Assign/always-pull (Warn) would set spec.containers[name: *].imagePullPolicy to "Always"`,
@@ -147,74 +135,99 @@ func TestUnenforcedMutators(t *testing.T) {
 			wantErr: stringPortRefusal},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			p := newTestPlugin(t, config(tc.mutators...))
-			p.mutationAnnotations = true
-			o := admission.NewObjectInterfacesFromScheme(testScheme(t))
-			sent := threeContainerPod()
-			if tc.namespace != "" {
-				sent.Namespace = tc.namespace
-			}
-			var obj runtime.Object = sent.DeepCopy()
-			if tc.obj != nil {
-				obj = tc.obj(t, sent.DeepCopy())
-			}
-			a := record(attrs(obj, podGVK, podGVR, sent.Namespace, sent.Name, admission.Create, ""))
-			warnings := &warningRecorder{}
-			ctx := warning.WithWarningRecorder(context.Background(), warnings)
-			before := unenforcedValues(t)
-			// The reinvocation tester runs the plugin again on the same
-			// request: it must report nothing more.
-			err := admissiontesting.WithReinvocationTesting(t, p).Admit(ctx, a, o)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("Admit: %v, want an error containing %q", err, tc.wantErr)
-				}
-				if len(warnings.seen) != 0 || a.annotations[UnenforcedAnnotationKey] != "" {
-					t.Errorf("a refused request reported %v, %q", warnings.seen, a.annotations[UnenforcedAnnotationKey])
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		t.Run(tc.name, func(t *testing.T) { runUnenforcedCase(t, tc) })
+	}
+}
 
-			got, typed := obj.(*corev1.Pod)
-			if !typed {
-				got = asPod(t, obj)
-			}
-			want := sent.DeepCopy()
-			if tc.want != nil {
-				tc.want(want)
-			}
-			delete(got.Annotations, MutationIDAnnotation)
-			if applied := got.Annotations[MutationsAnnotation]; (applied != "") != (tc.wantApplied != "") {
-				t.Errorf("%s = %q, want it only on a pod an enforced mutator changed", MutationsAnnotation, applied)
-			}
-			delete(got.Annotations, MutationsAnnotation)
-			if len(got.Annotations) == 0 {
-				got.Annotations = nil
-			}
-			if !apiequality.Semantic.DeepEqual(got, want) {
-				t.Errorf("admitted pod (-want +got):\n%s", cmp.Diff(want, got))
-			}
-			if got := a.annotations[AnnotationKey]; got != tc.wantApplied {
-				t.Errorf("%s = %q, want %q", AnnotationKey, got, tc.wantApplied)
-			}
-			if got := a.annotations[UnenforcedAnnotationKey]; got != tc.wantAudit {
-				t.Errorf("%s = %q, want %q", UnenforcedAnnotationKey, got, tc.wantAudit)
-			}
-			if diff := cmp.Diff(tc.wantWarnings, warnings.seen); diff != "" {
-				t.Errorf("warnings (-want +got):\n%s", diff)
-			}
-			wantCounts := tc.wantCounts
-			if wantCounts == nil {
-				wantCounts = map[string]float64{}
-			}
-			if diff := cmp.Diff(wantCounts, delta(before, unenforcedValues(t))); diff != "" {
-				t.Errorf("%s changes (-want +got):\n%s", "unenforced_changes_total", diff)
-			}
-		})
+// unenforcedCase is a case of TestUnenforcedMutators.
+type unenforcedCase struct {
+	name      string
+	mutators  []string
+	obj       func(testing.TB, *corev1.Pod) runtime.Object // the pod as sent
+	namespace string
+	// want changes the pod as sent into the admitted one.
+	want         func(*corev1.Pod)
+	wantErr      string
+	wantWarnings []string
+	wantAudit    string
+	wantApplied  string
+	wantCounts   map[string]float64
+}
+
+// runUnenforcedCase admits threeContainerPod with tc's mutators, through
+// the reinvocation tester, which runs the plugin again on the same request:
+// it must report nothing more.
+func runUnenforcedCase(t *testing.T, tc unenforcedCase) {
+	p := newTestPlugin(t, config(tc.mutators...))
+	p.mutationAnnotations = true
+	o := admission.NewObjectInterfacesFromScheme(testScheme(t))
+	sent := threeContainerPod()
+	if tc.namespace != "" {
+		sent.Namespace = tc.namespace
+	}
+	var obj runtime.Object = sent.DeepCopy()
+	if tc.obj != nil {
+		obj = tc.obj(t, sent.DeepCopy())
+	}
+	a := record(attrs(obj, podGVK, podGVR, sent.Namespace, sent.Name, admission.Create, ""))
+	warnings := &warningRecorder{}
+	ctx := warning.WithWarningRecorder(context.Background(), warnings)
+	before := unenforcedValues(t)
+	err := admissiontesting.WithReinvocationTesting(t, p).Admit(ctx, a, o)
+	if tc.wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Fatalf("Admit: %v, want an error containing %q", err, tc.wantErr)
+		}
+		if len(warnings.seen) != 0 || a.annotations[UnenforcedAnnotationKey] != "" {
+			t.Errorf("a refused request reported %v, %q", warnings.seen, a.annotations[UnenforcedAnnotationKey])
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	checkUnenforcedOutcome(t, tc, sent, obj, a, warnings.seen, before)
+}
+
+// checkUnenforcedOutcome compares the admitted obj with the pod as sent
+// changed by tc.want, and the annotations, warnings and counts with tc's.
+func checkUnenforcedOutcome(t *testing.T, tc unenforcedCase, sent *corev1.Pod, obj runtime.Object, a *recorder, warnings []string, before map[string]float64) {
+	t.Helper()
+	got, typed := obj.(*corev1.Pod)
+	if !typed {
+		got = asPod(t, obj)
+	}
+	want := sent.DeepCopy()
+	if tc.want != nil {
+		tc.want(want)
+	}
+	delete(got.Annotations, MutationIDAnnotation)
+	if applied := got.Annotations[MutationsAnnotation]; (applied != "") != (tc.wantApplied != "") {
+		t.Errorf("%s = %q, want it only on a pod an enforced mutator changed", MutationsAnnotation, applied)
+	}
+	delete(got.Annotations, MutationsAnnotation)
+	if len(got.Annotations) == 0 {
+		got.Annotations = nil
+	}
+	if !apiequality.Semantic.DeepEqual(got, want) {
+		t.Errorf("admitted pod (-want +got):\n%s", cmp.Diff(want, got))
+	}
+	if got := a.annotations[AnnotationKey]; got != tc.wantApplied {
+		t.Errorf("%s = %q, want %q", AnnotationKey, got, tc.wantApplied)
+	}
+	if got := a.annotations[UnenforcedAnnotationKey]; got != tc.wantAudit {
+		t.Errorf("%s = %q, want %q", UnenforcedAnnotationKey, got, tc.wantAudit)
+	}
+	if diff := cmp.Diff(tc.wantWarnings, warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	wantCounts := tc.wantCounts
+	if wantCounts == nil {
+		wantCounts = map[string]float64{}
+	}
+	if diff := cmp.Diff(wantCounts, delta(before, unenforcedValues(t))); diff != "" {
+		t.Errorf("%s changes (-want +got):\n%s", "unenforced_changes_total", diff)
 	}
 }
 
