@@ -50,25 +50,8 @@ func TestUnenforcedModes(t *testing.T) {
 		warn  = settingsv1alpha1.ModeWarn
 		audit = settingsv1alpha1.ModeAudit
 	)
-	proxy := settingsv1alpha1.PodPresetSpec{
-		Env:            env("PROXY", "http://proxy"),
-		Volumes:        []corev1.Volume{emptyDir("certs")},
-		VolumeMounts:   []corev1.VolumeMount{{Name: "certs", MountPath: "/certs"}},
-		Containers:     &settingsv1alpha1.ContainerSelector{Names: []string{"app"}},
-		InitContainers: &settingsv1alpha1.ContainerSelector{},
-	}
-	cases := []struct {
-		name    string
-		presets []runtime.Object
-		// applied lists the annotation keys the pod must end with.
-		applied []string
-		// warnings are the admission warnings, in order.
-		warnings []string
-		// audit is the audit annotation; empty when there must be none.
-		audit string
-		// refused is a substring of the Forbidden error; empty when admitted.
-		refused string
-	}{
+	proxy := proxyPresetSpec()
+	cases := []unenforcedModeCase{
 		{
 			name:     "a preset in Warn mode leaves the pod alone and says what it would set",
 			presets:  []runtime.Object{withMode(warn, podPreset("proxy", securityS2, proxy))},
@@ -127,42 +110,72 @@ func TestUnenforcedModes(t *testing.T) {
 		},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			p, recorder := newTestPlugin(t, tc.presets...)
-			pod := testPod()
-			before := pod.DeepCopy()
-			ctx, warnings := withWarnings()
-			annotations := map[string]string{}
-			err := admitPod(t, p, pod, func(o *admitOptions) { o.ctx, o.audit = ctx, annotations })
-			if tc.refused != "" {
-				if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tc.refused) {
-					t.Fatalf("error = %v, want Forbidden containing %q", err, tc.refused)
-				}
-				assertUnchanged(t, before, pod)
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			assertNoEvent(t, recorder)
-			if len(tc.applied) == 0 {
-				assertUnchanged(t, before, pod)
-			}
-			assertApplied(t, pod, tc.applied)
-			// Reported once, though the reinvocation tester admits twice.
-			if len(*warnings) != len(tc.warnings) {
-				t.Fatalf("warnings %q, want %d", *warnings, len(tc.warnings))
-			}
-			for i, w := range tc.warnings {
-				if !strings.HasPrefix((*warnings)[i], w) {
-					t.Errorf("warning %d = %q, want it to start with %q", i, (*warnings)[i], w)
-				}
-			}
-			got, ok := annotations[UnenforcedAnnotationKey]
-			if ok != (tc.audit != "") || !strings.HasPrefix(got, tc.audit) {
-				t.Errorf("audit annotation %q (set: %v), want one starting with %q", got, ok, tc.audit)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { runUnenforcedMode(t, tc) })
+	}
+}
+
+// proxyPresetSpec is a preset for the app container alone: an env var and
+// a mounted volume.
+func proxyPresetSpec() settingsv1alpha1.PodPresetSpec {
+	return settingsv1alpha1.PodPresetSpec{
+		Env:            env("PROXY", "http://proxy"),
+		Volumes:        []corev1.Volume{emptyDir("certs")},
+		VolumeMounts:   []corev1.VolumeMount{{Name: "certs", MountPath: "/certs"}},
+		Containers:     &settingsv1alpha1.ContainerSelector{Names: []string{"app"}},
+		InitContainers: &settingsv1alpha1.ContainerSelector{},
+	}
+}
+
+// unenforcedModeCase is a case of TestUnenforcedModes.
+type unenforcedModeCase struct {
+	name    string
+	presets []runtime.Object
+	// applied lists the annotation keys the pod must end with.
+	applied []string
+	// warnings are the admission warnings, in order.
+	warnings []string
+	// audit is the audit annotation; empty when there must be none.
+	audit string
+	// refused is a substring of the Forbidden error; empty when admitted.
+	refused string
+}
+
+// runUnenforcedMode admits testPod with tc's presets and checks what it
+// got, refused or reported.
+func runUnenforcedMode(t *testing.T, tc unenforcedModeCase) {
+	p, recorder := newTestPlugin(t, tc.presets...)
+	pod := testPod()
+	before := pod.DeepCopy()
+	ctx, warnings := withWarnings()
+	annotations := map[string]string{}
+	err := admitPod(t, p, pod, func(o *admitOptions) { o.ctx, o.audit = ctx, annotations })
+	if tc.refused != "" {
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tc.refused) {
+			t.Fatalf("error = %v, want Forbidden containing %q", err, tc.refused)
+		}
+		assertUnchanged(t, before, pod)
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoEvent(t, recorder)
+	if len(tc.applied) == 0 {
+		assertUnchanged(t, before, pod)
+	}
+	assertApplied(t, pod, tc.applied)
+	// Reported once, though the reinvocation tester admits twice.
+	if len(*warnings) != len(tc.warnings) {
+		t.Fatalf("warnings %q, want %d", *warnings, len(tc.warnings))
+	}
+	for i, w := range tc.warnings {
+		if !strings.HasPrefix((*warnings)[i], w) {
+			t.Errorf("warning %d = %q, want it to start with %q", i, (*warnings)[i], w)
+		}
+	}
+	got, ok := annotations[UnenforcedAnnotationKey]
+	if ok != (tc.audit != "") || !strings.HasPrefix(got, tc.audit) {
+		t.Errorf("audit annotation %q (set: %v), want one starting with %q", got, ok, tc.audit)
 	}
 }
 
