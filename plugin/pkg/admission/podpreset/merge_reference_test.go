@@ -34,37 +34,92 @@ import (
 // search and every item tagged with where it came from: what the indexed
 // merge must agree with on every input.
 func referenceMerge[T any](o owner, original []T, presets []*preset, l list[T]) ([]T, []conflict) {
-	type entry struct {
-		item T
-		// src is the index of the preset the item is from, -1 for the pod.
-		src int
-	}
-	var conflicts []conflict
-
-	// PresetWins items claim their keys first, in preset order.
-	type claim struct {
-		src    int
-		item   T
-		placed bool
-	}
-	var claims []*claim
-	claimWith := func(key listKey[T], item *T) *claim {
-		for _, c := range claims {
-			if key.same(&c.item, item) {
-				return c
-			}
+	r := &refMerge[T]{o: o, presets: presets, l: l}
+	r.claimPresetWins()
+	r.placeOwn(original)
+	nbase := len(r.entries)
+	for _, c := range r.claims {
+		if !c.placed {
+			r.entries = append(r.entries, refEntry[T]{item: c.item, src: c.src})
+			r.changed = true
 		}
-		return nil
 	}
 	for pi, p := range presets {
+		if policy := p.spec.ConflictPolicy; policy != settingsv1alpha1.ConflictPolicyPodWins && policy != settingsv1alpha1.ConflictPolicyPresetWins {
+			r.merge(pi)
+		}
+	}
+	for pi, p := range presets {
+		if p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyPodWins {
+			r.merge(pi)
+		}
+	}
+	if !r.changed {
+		return original, r.conflicts
+	}
+	sort.SliceStable(r.entries[nbase:], func(a, b int) bool { return r.entries[nbase+a].src < r.entries[nbase+b].src })
+	merged := make([]T, len(r.entries))
+	for j := range r.entries {
+		merged[j] = r.entries[j].item
+	}
+	return merged, r.conflicts
+}
+
+// refMerge is referenceMerge's state.
+type refMerge[T any] struct {
+	o         owner
+	presets   []*preset
+	l         list[T]
+	claims    []*refClaim[T]
+	entries   []refEntry[T]
+	conflicts []conflict
+	changed   bool
+}
+
+// refEntry is an item of the merged list.
+type refEntry[T any] struct {
+	item T
+	// src is the index of the preset the item is from, -1 for the pod.
+	src int
+}
+
+// refClaim is a PresetWins item's claim on its keys.
+type refClaim[T any] struct {
+	src    int
+	item   T
+	placed bool
+}
+
+func (r *refMerge[T]) claimWith(key listKey[T], item *T) *refClaim[T] {
+	for _, c := range r.claims {
+		if key.same(&c.item, item) {
+			return c
+		}
+	}
+	return nil
+}
+
+func (r *refMerge[T]) firstWith(key listKey[T], item *T) int {
+	for j := range r.entries {
+		if key.same(&r.entries[j].item, item) {
+			return j
+		}
+	}
+	return -1
+}
+
+// claimPresetWins lets PresetWins items claim their keys first, in preset
+// order.
+func (r *refMerge[T]) claimPresetWins() {
+	for pi, p := range r.presets {
 		if p.spec.ConflictPolicy != settingsv1alpha1.ConflictPolicyPresetWins {
 			continue
 		}
-		items := l.items(&p.spec)
+		items := r.l.items(&p.spec)
 		for i := range items {
 			duplicate, conflicting := false, false
-			for _, key := range l.keys {
-				c := claimWith(key, &items[i])
+			for _, key := range r.l.keys {
+				c := r.claimWith(key, &items[i])
 				if c == nil {
 					continue
 				}
@@ -73,22 +128,23 @@ func referenceMerge[T any](o owner, original []T, presets []*preset, l list[T]) 
 					continue
 				}
 				conflicting = true
-				conflicts = append(conflicts, conflict{err: fmt.Errorf("%s: %s conflicts with the one from %s", p, key.describe(&items[i]), presets[c.src])})
+				r.conflicts = append(r.conflicts, conflict{err: fmt.Errorf("%s: %s conflicts with the one from %s", p, key.describe(&items[i]), r.presets[c.src])})
 			}
 			if !duplicate && !conflicting {
-				claims = append(claims, &claim{src: pi, item: items[i]})
+				r.claims = append(r.claims, &refClaim[T]{src: pi, item: items[i]})
 			}
 		}
 	}
+}
 
-	// The pod's items, each replaced by the first claim it meets that
-	// differs from it, or dropped when that claim is already placed.
-	var entries []entry
-	changed := false
+// placeOwn places the pod's items, each replaced by the first claim it
+// meets that differs from it, or dropped when that claim is already
+// placed.
+func (r *refMerge[T]) placeOwn(original []T) {
 	for _, own := range original {
-		var winner *claim
-		for _, key := range l.keys {
-			c := claimWith(key, &own)
+		var winner *refClaim[T]
+		for _, key := range r.l.keys {
+			c := r.claimWith(key, &own)
 			if c == nil {
 				continue
 			}
@@ -102,83 +158,56 @@ func referenceMerge[T any](o owner, original []T, presets []*preset, l list[T]) 
 		}
 		switch {
 		case winner == nil:
-			entries = append(entries, entry{item: own, src: -1})
+			r.entries = append(r.entries, refEntry[T]{item: own, src: -1})
 		case !winner.placed:
 			winner.placed = true
-			entries = append(entries, entry{item: winner.item, src: winner.src})
-			changed = true
+			r.entries = append(r.entries, refEntry[T]{item: winner.item, src: winner.src})
+			r.changed = true
 		default:
-			changed = true
+			r.changed = true
 		}
 	}
-	nbase := len(entries)
-	for _, c := range claims {
-		if !c.placed {
-			entries = append(entries, entry{item: c.item, src: c.src})
-			changed = true
-		}
-	}
+}
 
-	firstWith := func(key listKey[T], item *T) int {
-		for j := range entries {
-			if key.same(&entries[j].item, item) {
-				return j
+// merge adds preset pi's items that meet none of the list's keys, and
+// reports those that meet a different item.
+func (r *refMerge[T]) merge(pi int) {
+	p := r.presets[pi]
+	items := r.l.items(&p.spec)
+	for i := range items {
+		item := &items[i]
+		duplicate, conflicting := false, false
+		for _, key := range r.l.keys {
+			j := r.firstWith(key, item)
+			if j < 0 {
+				continue
 			}
-		}
-		return -1
-	}
-	merge := func(pi int) {
-		p := presets[pi]
-		items := l.items(&p.spec)
-		for i := range items {
-			item := &items[i]
-			duplicate, conflicting := false, false
-			for _, key := range l.keys {
-				j := firstWith(key, item)
-				if j < 0 {
-					continue
-				}
-				if p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyPodWins {
-					conflicting = true
-					break
-				}
-				if apiequality.Semantic.DeepEqual(entries[j].item, *item) {
-					duplicate = true
-					continue
-				}
+			if p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyPodWins {
 				conflicting = true
-				where, reject := "in "+o.String(), p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyReject
-				if src := entries[j].src; src >= 0 {
-					where = "from " + presets[src].String()
-					reject = reject || presets[src].spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyReject
-				}
-				conflicts = append(conflicts, conflict{err: fmt.Errorf("%s: %s conflicts with the one %s", p, key.describe(item), where), reject: reject})
+				break
 			}
-			if !duplicate && !conflicting {
-				entries = append(entries, entry{item: *item, src: pi})
-				changed = true
+			if apiequality.Semantic.DeepEqual(r.entries[j].item, *item) {
+				duplicate = true
+				continue
 			}
+			conflicting = true
+			r.conflicts = append(r.conflicts, r.conflictWith(p, key, item, j))
+		}
+		if !duplicate && !conflicting {
+			r.entries = append(r.entries, refEntry[T]{item: *item, src: pi})
+			r.changed = true
 		}
 	}
-	for pi, p := range presets {
-		if policy := p.spec.ConflictPolicy; policy != settingsv1alpha1.ConflictPolicyPodWins && policy != settingsv1alpha1.ConflictPolicyPresetWins {
-			merge(pi)
-		}
+}
+
+// conflictWith is p's item conflicting with entry j.
+func (r *refMerge[T]) conflictWith(p *preset, key listKey[T], item *T, j int) conflict {
+	where, reject := "in "+r.o.String(), p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyReject
+	if src := r.entries[j].src; src >= 0 {
+		where = "from " + r.presets[src].String()
+		reject = reject || r.presets[src].spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyReject
 	}
-	for pi, p := range presets {
-		if p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyPodWins {
-			merge(pi)
-		}
-	}
-	if !changed {
-		return original, conflicts
-	}
-	sort.SliceStable(entries[nbase:], func(a, b int) bool { return entries[nbase+a].src < entries[nbase+b].src })
-	merged := make([]T, len(entries))
-	for j := range entries {
-		merged[j] = entries[j].item
-	}
-	return merged, conflicts
+	return conflict{err: fmt.Errorf("%s: %s conflicts with the one %s", p, key.describe(item), where), reject: reject}
 }
 
 // genPresets makes presets over the generator's small alphabets, so that
