@@ -66,8 +66,22 @@ func benchValidate(b *testing.B, p *Plugin, attrs admission.Attributes) {
 
 func BenchmarkValidate(b *testing.B) {
 	pod := benchPod("mynode")
-	pods := []*corev1.Pod{pod}
+	benchOtherUsers(b, pod)
+	benchNodeLabelUpdates(b, pod)
+	benchPodUpdates(b, pod)
+	benchNodeCreates(b, pod)
+	benchDenied(b, pod)
+	b.Run("baseline: v1 Pod DeepCopy", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = pod.DeepCopy()
+		}
+	})
+}
 
+// benchOtherUsers times requests that are not a node's, with and without daemons configured.
+func benchOtherUsers(b *testing.B, pod *corev1.Pod) {
+	pods := []*corev1.Pod{pod}
 	b.Run("non-node request", func(b *testing.B) {
 		bob := &user.DefaultInfo{Name: "bob", Groups: []string{"system:authenticated"}}
 		p := newCasePlugin(b, cases.Case{Pods: pods})
@@ -86,7 +100,11 @@ func BenchmarkValidate(b *testing.B) {
 		p := newCasePlugin(b, cases.Case{Pods: pods, Config: cases.DaemonConfig()})
 		benchValidate(b, p, cases.Request(pod, pod, kindPod, gvrPods, "ns", "mypod", "", admission.Update, cases.DaemonUser("kube-system", "other", "mynode")))
 	})
+}
 
+// benchNodeLabelUpdates times a kubelet's and a daemon's update of their Node's labels.
+func benchNodeLabelUpdates(b *testing.B, pod *corev1.Pod) {
+	pods := []*corev1.Pod{pod}
 	b.Run("node label update", func(b *testing.B) {
 		old := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "mynode", Labels: map[string]string{
 			"kubernetes.io/hostname": "mynode", "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
@@ -111,6 +129,11 @@ func BenchmarkValidate(b *testing.B) {
 		p := newCasePlugin(b, cases.Case{Pods: pods, Config: cases.DaemonConfig()})
 		benchValidate(b, p, cases.Request(node, old, kindNode, gvrNodes, "", "mynode", "", admission.Update, cases.DaemonUser("kube-system", "agent", "mynode")))
 	})
+}
+
+// benchPodUpdates times a daemon's pod and pod status updates, and a kubelet's status update.
+func benchPodUpdates(b *testing.B, pod *corev1.Pod) {
+	pods := []*corev1.Pod{pod}
 	b.Run("daemon pod update", func(b *testing.B) {
 		updated := pod.DeepCopy()
 		updated.Labels["agent.example.com/seen"] = "true"
@@ -130,7 +153,11 @@ func BenchmarkValidate(b *testing.B) {
 		p := newCasePlugin(b, cases.Case{Pods: pods})
 		benchValidate(b, p, cases.Request(updated, pod, kindPod, gvrPods, "ns", "mypod", "status", admission.Update, cases.UserMyNode))
 	})
+}
 
+// benchNodeCreates times a kubelet's mirror pod create and token request.
+func benchNodeCreates(b *testing.B, pod *corev1.Pod) {
+	pods := []*corev1.Pod{pod}
 	b.Run("mirror pod create", func(b *testing.B) {
 		mirror := benchPod("mynode")
 		mirror.Spec.ServiceAccountName = ""
@@ -148,7 +175,11 @@ func BenchmarkValidate(b *testing.B) {
 			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "mypod", UID: "pod-uid"},
 		}}, nil, kindToken, gvrSAs, "ns", "default", "token", admission.Create, cases.UserMyNode))
 	})
+}
 
+// benchDenied times a refusal.
+func benchDenied(b *testing.B, pod *corev1.Pod) {
+	pods := []*corev1.Pod{pod}
 	// A refusal builds its error and counts its reason: the cost of a
 	// denied request, next to the allowed ones above.
 	b.Run("denied taint change", func(b *testing.B) {
@@ -163,13 +194,6 @@ func BenchmarkValidate(b *testing.B) {
 			if p.Validate(ctx, attrs, nil) == nil {
 				b.Fatal("the taint change must be refused")
 			}
-		}
-	})
-
-	b.Run("baseline: v1 Pod DeepCopy", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = pod.DeepCopy()
 		}
 	})
 }
