@@ -69,14 +69,7 @@ func TestMetricsCounters(t *testing.T) {
 	cluster := clusterPodPreset("everywhere", everything, everything, settingsv1alpha1.PodPresetSpec{Env: []corev1.EnvVar{{Name: "FROM_CLUSTER", Value: "1"}}})
 	conflicting := podPreset("conflict", securityS2, settingsv1alpha1.PodPresetSpec{Env: []corev1.EnvVar{{Name: "abc", Value: "not value2"}}})
 
-	cases := []struct {
-		name      string
-		objs      []runtime.Object
-		pod       func() *corev1.Pod
-		notSynced bool
-		wantErr   bool
-		want      map[string]float64
-	}{
+	cases := []counterCase{
 		{
 			name: "a PodPreset and a ClusterPodPreset applied",
 			objs: []runtime.Object{matching, other, cluster},
@@ -127,28 +120,42 @@ func TestMetricsCounters(t *testing.T) {
 		// request when a webhook or policy changed the pod after it: the
 		// request still counts once.
 		for _, invocations := range []int{1, 2} {
-			t.Run(fmt.Sprintf("%s/%d invocations", tc.name, invocations), func(t *testing.T) {
-				p, _ := newTestPlugin(t, tc.objs...)
-				if tc.notSynced {
-					p.synced = []cache.InformerSynced{func() bool { return false }}
-				}
-				before := counterValues(t)
-				attrs := admission.NewAttributesRecord(tc.pod(), nil, corev1.SchemeGroupVersion.WithKind("Pod"), testNamespace, "",
-					corev1.SchemeGroupVersion.WithResource("pods"), "", admission.Create, &metav1.CreateOptions{}, false, nil)
-				for range invocations {
-					err := p.Admit(context.Background(), attrs, nil)
-					if (err != nil) != tc.wantErr {
-						t.Fatalf("error = %v, want an error: %v", err, tc.wantErr)
-					}
-					if err != nil {
-						break // a refusal ends the request: nothing is reinvoked
-					}
-				}
-				if diff := cmp.Diff(tc.want, counterChanges(t, before)); diff != "" {
-					t.Errorf("counter changes (-want +got):\n%s", diff)
-				}
-			})
+			t.Run(fmt.Sprintf("%s/%d invocations", tc.name, invocations), func(t *testing.T) { runCounterCase(t, tc, invocations) })
 		}
+	}
+}
+
+// counterCase is a case of TestMetricsCounters.
+type counterCase struct {
+	name      string
+	objs      []runtime.Object
+	pod       func() *corev1.Pod
+	notSynced bool
+	wantErr   bool
+	want      map[string]float64
+}
+
+// runCounterCase admits tc's pod create, invoking the plugin invocations
+// times, and checks how far the counters moved.
+func runCounterCase(t *testing.T, tc counterCase, invocations int) {
+	p, _ := newTestPlugin(t, tc.objs...)
+	if tc.notSynced {
+		p.synced = []cache.InformerSynced{func() bool { return false }}
+	}
+	before := counterValues(t)
+	attrs := admission.NewAttributesRecord(tc.pod(), nil, corev1.SchemeGroupVersion.WithKind("Pod"), testNamespace, "",
+		corev1.SchemeGroupVersion.WithResource("pods"), "", admission.Create, &metav1.CreateOptions{}, false, nil)
+	for range invocations {
+		err := p.Admit(context.Background(), attrs, nil)
+		if (err != nil) != tc.wantErr {
+			t.Fatalf("error = %v, want an error: %v", err, tc.wantErr)
+		}
+		if err != nil {
+			break // a refusal ends the request: nothing is reinvoked
+		}
+	}
+	if diff := cmp.Diff(tc.want, counterChanges(t, before)); diff != "" {
+		t.Errorf("counter changes (-want +got):\n%s", diff)
 	}
 }
 
