@@ -283,21 +283,6 @@ func TestSeveralPresetsWithPolicies(t *testing.T) {
 
 // Containers and init containers are picked by name, each list on its own.
 func TestContainerTargeting(t *testing.T) {
-	spec := func(containers, initContainers *settingsv1alpha1.ContainerSelector) settingsv1alpha1.PodPresetSpec {
-		return settingsv1alpha1.PodPresetSpec{
-			Env:            env("PROXY", "http://proxy"),
-			Volumes:        []corev1.Volume{emptyDir("certs")},
-			VolumeMounts:   []corev1.VolumeMount{{Name: "certs", MountPath: "/certs"}},
-			Containers:     containers,
-			InitContainers: initContainers,
-		}
-	}
-	names := func(n ...string) *settingsv1alpha1.ContainerSelector {
-		return &settingsv1alpha1.ContainerSelector{Names: n}
-	}
-	except := func(n ...string) *settingsv1alpha1.ContainerSelector {
-		return &settingsv1alpha1.ContainerSelector{Names: n, Exclude: true}
-	}
 	none := &settingsv1alpha1.ContainerSelector{}
 	// sidecars adds a second container and a restartable init container.
 	sidecars := func(p *corev1.Pod) {
@@ -306,51 +291,29 @@ func TestContainerTargeting(t *testing.T) {
 	}
 	withProxy := append(env("abc", "value2", "ABC", "value3"), env("PROXY", "http://proxy")...)
 	hello := []string{podPresetAnnotationPrefix + "hello"}
-	// got reports which containers, init ones first, have the env var and
-	// the mount.
-	got := func(t *testing.T, p *corev1.Pod, want ...string) {
-		t.Helper()
-		var have []string
-		for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
-			env := slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "PROXY" })
-			mount := len(c.VolumeMounts) > 0
-			if env != mount {
-				t.Errorf("container %s got env %v but mount %v", c.Name, env, mount)
-			}
-			if env {
-				have = append(have, c.Name)
-			}
-		}
-		if diff := cmp.Diff(want, have); diff != "" {
-			t.Errorf("containers injected (-want +got):\n%s", diff)
-		}
-		if len(p.Spec.Volumes) != 1 {
-			t.Errorf("volumes %v, want the preset's whatever the containers", p.Spec.Volumes)
-		}
-	}
 	runPolicyCases(t, []policyCase{
 		{name: "unset selectors: every container and init container",
-			presets: []runtime.Object{podPreset("hello", everything, spec(nil, nil))}, pod: sidecars,
+			presets: []runtime.Object{podPreset("hello", everything, targetedSpec(nil, nil))}, pod: sidecars,
 			applied: hello, appEnv: withProxy, initEnv: withProxy,
-			check: func(t *testing.T, p *corev1.Pod) { got(t, p, "init", "log-shipper", "app", "istio-proxy") }},
+			check: func(t *testing.T, p *corev1.Pod) { checkTargeted(t, p, "init", "log-shipper", "app", "istio-proxy") }},
 		{name: "one container by name, no init container",
-			presets: []runtime.Object{podPreset("hello", everything, spec(names("app"), none))}, pod: sidecars,
+			presets: []runtime.Object{podPreset("hello", everything, targetedSpec(pickNames("app"), none))}, pod: sidecars,
 			applied: hello, appEnv: withProxy, initEnv: podEnv,
-			check: func(t *testing.T, p *corev1.Pod) { got(t, p, "app") }},
+			check: func(t *testing.T, p *corev1.Pod) { checkTargeted(t, p, "app") }},
 		{name: "every container but the sidecars",
-			presets: []runtime.Object{podPreset("hello", everything, spec(except("istio-proxy"), except("log-shipper")))}, pod: sidecars,
+			presets: []runtime.Object{podPreset("hello", everything, targetedSpec(pickAllBut("istio-proxy"), pickAllBut("log-shipper")))}, pod: sidecars,
 			applied: hello, appEnv: withProxy, initEnv: withProxy,
-			check: func(t *testing.T, p *corev1.Pod) { got(t, p, "init", "app") }},
+			check: func(t *testing.T, p *corev1.Pod) { checkTargeted(t, p, "init", "app") }},
 		{name: "a restartable sidecar is an init container to pick",
-			presets: []runtime.Object{podPreset("hello", everything, spec(none, names("log-shipper")))}, pod: sidecars,
+			presets: []runtime.Object{podPreset("hello", everything, targetedSpec(none, pickNames("log-shipper")))}, pod: sidecars,
 			applied: hello, appEnv: podEnv, initEnv: podEnv,
-			check: func(t *testing.T, p *corev1.Pod) { got(t, p, "log-shipper") }},
+			check: func(t *testing.T, p *corev1.Pod) { checkTargeted(t, p, "log-shipper") }},
 		{name: "a container the pod lacks: the preset still applies to the pod",
-			presets: []runtime.Object{podPreset("hello", everything, spec(names("worker"), none))},
+			presets: []runtime.Object{podPreset("hello", everything, targetedSpec(pickNames("worker"), none))},
 			applied: hello, appEnv: podEnv, initEnv: podEnv,
-			check: func(t *testing.T, p *corev1.Pod) { got(t, p) }},
+			check: func(t *testing.T, p *corev1.Pod) { checkTargeted(t, p) }},
 		{name: "a container the preset leaves alone cannot conflict",
-			presets: []runtime.Object{podPreset("hello", everything, settingsv1alpha1.PodPresetSpec{Env: env("abc", "other", "PROXY", "http://proxy"), Containers: names("istio-proxy"), InitContainers: none})},
+			presets: []runtime.Object{podPreset("hello", everything, settingsv1alpha1.PodPresetSpec{Env: env("abc", "other", "PROXY", "http://proxy"), Containers: pickNames("istio-proxy"), InitContainers: none})},
 			pod:     sidecars, applied: hello, appEnv: podEnv, initEnv: podEnv,
 			check: func(t *testing.T, p *corev1.Pod) {
 				if diff := cmp.Diff(env("abc", "other", "PROXY", "http://proxy"), p.Spec.Containers[1].Env); diff != "" {
@@ -359,11 +322,57 @@ func TestContainerTargeting(t *testing.T) {
 			}},
 		{name: "presets picking different containers",
 			presets: []runtime.Object{
-				podPreset("a", everything, settingsv1alpha1.PodPresetSpec{Env: env("X", "app"), Containers: names("app"), InitContainers: none}),
+				podPreset("a", everything, settingsv1alpha1.PodPresetSpec{Env: env("X", "app"), Containers: pickNames("app"), InitContainers: none}),
 				podPreset("b", everything, settingsv1alpha1.PodPresetSpec{Env: env("X", "init"), Containers: none}),
 			},
 			applied: []string{podPresetAnnotationPrefix + "a", podPresetAnnotationPrefix + "b"},
 			appEnv:  append(env("abc", "value2", "ABC", "value3"), env("X", "app")...),
 			initEnv: append(env("abc", "value2", "ABC", "value3"), env("X", "init")...)},
 	})
+}
+
+// targetedSpec is a preset of an env var and a mounted volume for the
+// containers and init containers the selectors pick.
+func targetedSpec(containers, initContainers *settingsv1alpha1.ContainerSelector) settingsv1alpha1.PodPresetSpec {
+	return settingsv1alpha1.PodPresetSpec{
+		Env:            env("PROXY", "http://proxy"),
+		Volumes:        []corev1.Volume{emptyDir("certs")},
+		VolumeMounts:   []corev1.VolumeMount{{Name: "certs", MountPath: "/certs"}},
+		Containers:     containers,
+		InitContainers: initContainers,
+	}
+}
+
+// pickNames selects the containers named n.
+func pickNames(n ...string) *settingsv1alpha1.ContainerSelector {
+	return &settingsv1alpha1.ContainerSelector{Names: n}
+}
+
+// pickAllBut selects every container but those named n.
+func pickAllBut(n ...string) *settingsv1alpha1.ContainerSelector {
+	return &settingsv1alpha1.ContainerSelector{Names: n, Exclude: true}
+}
+
+// checkTargeted checks that the containers, init ones first, that have
+// targetedSpec's env var and mount are want, and that the pod has its
+// volume whatever the containers.
+func checkTargeted(t *testing.T, p *corev1.Pod, want ...string) {
+	t.Helper()
+	var have []string
+	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
+		env := slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "PROXY" })
+		mount := len(c.VolumeMounts) > 0
+		if env != mount {
+			t.Errorf("container %s got env %v but mount %v", c.Name, env, mount)
+		}
+		if env {
+			have = append(have, c.Name)
+		}
+	}
+	if diff := cmp.Diff(want, have); diff != "" {
+		t.Errorf("containers injected (-want +got):\n%s", diff)
+	}
+	if len(p.Spec.Volumes) != 1 {
+		t.Errorf("volumes %v, want the preset's whatever the containers", p.Spec.Volumes)
+	}
 }
