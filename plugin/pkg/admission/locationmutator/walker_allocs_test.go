@@ -34,92 +34,115 @@ import (
 // not only in a benchmark nobody reads. The counts are exact: the walks
 // are deterministic, and a count that drops is news to record here too.
 func TestWalkerAllocations(t *testing.T) {
-	const runs = 50
-	shapes := []struct {
-		name     string
-		mutators []string
-		// typed and unstructured are the allocations per request on a
-		// fresh pod and on one that already has every change.
-		typedFresh, typedMutated, unstructuredFresh, unstructuredMutated float64
-	}{
+	for _, sh := range []allocShape{
 		{"ten-matching", tenPodMutators(t), 41, 6, 49, 4},
 		{"ten-matching-with-quantity", append(tenPodMutators(t)[:9:9], quantityLimit), 113, 60, 52, 4},
 		{"one-assign", []string{pullAlways}, 6, 4, 6, 4},
+	} {
+		t.Run(sh.name, func(t *testing.T) { checkShapeAllocations(t, sh) })
 	}
-	for _, sh := range shapes {
-		t.Run(sh.name, func(t *testing.T) {
-			var ms []*mutation.Mutator
-			for _, doc := range sh.mutators {
-				m, err := mutation.Decode([]byte(doc))
-				if err != nil {
-					t.Fatal(err)
-				}
-				ms = append(ms, m)
-			}
-			sys, err := mutation.NewSystem(ms)
-			if err != nil {
-				t.Fatal(err)
-			}
-			candidates := sys.Candidates(podGVK, mutation.OperationCreate)
-			target := func(pod *corev1.Pod) *match.Target {
-				return &match.Target{GVK: podGVK, Namespace: pod.Namespace, Name: pod.Name, Labels: labels.Set(pod.Labels)}
-			}
-			mutated := threeContainerPod()
-			if res, err := mutation.MutateTyped(candidates, mutated, target(mutated)); err != nil || !res.Mutated() {
-				t.Fatalf("the fresh pod: mutated %v, %v", res.Mutated(), err)
-			}
-			pods := func(from *corev1.Pod) []*corev1.Pod {
-				out := make([]*corev1.Pod, runs+2) // the last one for coldAllocations
-				for i := range out {
-					out[i] = from.DeepCopy()
-				}
-				return out
-			}
-			forms := func(from *corev1.Pod) []map[string]any {
-				out := make([]map[string]any, runs+2) // the last one for coldAllocations
-				for i := range out {
-					u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(from)
-					if err != nil {
-						t.Fatal(err)
-					}
-					out[i] = u
-				}
-				return out
-			}
-			for _, c := range []struct {
-				name string
-				want float64
-				run  func(i int) error
-			}{
-				{"typed/fresh", sh.typedFresh, typedRun(candidates, pods(threeContainerPod()), target)},
-				{"typed/mutated", sh.typedMutated, typedRun(candidates, pods(mutated), target)},
-				{"unstructured/fresh", sh.unstructuredFresh, unstructuredRun(candidates, forms(threeContainerPod()), target(mutated))},
-				{"unstructured/mutated", sh.unstructuredMutated, unstructuredRun(candidates, forms(mutated), target(mutated))},
-			} {
-				i := 0
-				var err error
-				got := testing.AllocsPerRun(runs, func() {
-					if e := c.run(i); e != nil && err == nil {
-						err = e
-					}
-					i++
-				})
-				if err != nil {
-					t.Fatalf("%s: %v", c.name, err)
-				}
-				switch {
-				case raceDetector:
-					// The race detector's sync.Pool drops a scratch now
-					// and then, and the next request makes its chunks
-					// again: it may cost up to a request with none.
-					if cold := coldAllocations(c.run, i); got > cold {
-						t.Errorf("%s: %v allocations a request, more than the %v of a request without a pooled scratch", c.name, got, cold)
-					}
-				case got != c.want:
-					t.Errorf("%s: %v allocations a request, want %v", c.name, got, c.want)
-				}
-			}
-		})
+}
+
+// allocRuns is how many requests testing.AllocsPerRun averages over.
+const allocRuns = 50
+
+// allocShape is a benchmark shape with its pinned allocations.
+type allocShape struct {
+	name     string
+	mutators []string
+	// typed and unstructured are the allocations per request on a
+	// fresh pod and on one that already has every change.
+	typedFresh, typedMutated, unstructuredFresh, unstructuredMutated float64
+}
+
+// checkShapeAllocations measures each of the four requests of sh.
+func checkShapeAllocations(t *testing.T, sh allocShape) {
+	candidates := allocCandidates(t, sh.mutators)
+	target := func(pod *corev1.Pod) *match.Target {
+		return &match.Target{GVK: podGVK, Namespace: pod.Namespace, Name: pod.Name, Labels: labels.Set(pod.Labels)}
+	}
+	mutated := threeContainerPod()
+	if res, err := mutation.MutateTyped(candidates, mutated, target(mutated)); err != nil || !res.Mutated() {
+		t.Fatalf("the fresh pod: mutated %v, %v", res.Mutated(), err)
+	}
+	for _, c := range []struct {
+		name string
+		want float64
+		run  func(i int) error
+	}{
+		{"typed/fresh", sh.typedFresh, typedRun(candidates, podCopies(threeContainerPod()), target)},
+		{"typed/mutated", sh.typedMutated, typedRun(candidates, podCopies(mutated), target)},
+		{"unstructured/fresh", sh.unstructuredFresh, unstructuredRun(candidates, unstructuredCopies(t, threeContainerPod()), target(mutated))},
+		{"unstructured/mutated", sh.unstructuredMutated, unstructuredRun(candidates, unstructuredCopies(t, mutated), target(mutated))},
+	} {
+		checkAllocations(t, c.name, c.want, c.run)
+	}
+}
+
+// allocCandidates decodes the mutators into a system and returns its
+// candidates for a pod create.
+func allocCandidates(t *testing.T, docs []string) []*mutation.Mutator {
+	var ms []*mutation.Mutator
+	for _, doc := range docs {
+		m, err := mutation.Decode([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	sys, err := mutation.NewSystem(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sys.Candidates(podGVK, mutation.OperationCreate)
+}
+
+// podCopies are a copy of from for each request, and one for
+// coldAllocations.
+func podCopies(from *corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, allocRuns+2)
+	for i := range out {
+		out[i] = from.DeepCopy()
+	}
+	return out
+}
+
+// unstructuredCopies are podCopies in unstructured form.
+func unstructuredCopies(t *testing.T, from *corev1.Pod) []map[string]any {
+	out := make([]map[string]any, allocRuns+2)
+	for i := range out {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = u
+	}
+	return out
+}
+
+// checkAllocations measures run, request i on the i-th copy, against want.
+func checkAllocations(t *testing.T, name string, want float64, run func(i int) error) {
+	i := 0
+	var err error
+	got := testing.AllocsPerRun(allocRuns, func() {
+		if e := run(i); e != nil && err == nil {
+			err = e
+		}
+		i++
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	switch {
+	case raceDetector:
+		// The race detector's sync.Pool drops a scratch now
+		// and then, and the next request makes its chunks
+		// again: it may cost up to a request with none.
+		if cold := coldAllocations(run, i); got > cold {
+			t.Errorf("%s: %v allocations a request, more than the %v of a request without a pooled scratch", name, got, cold)
+		}
+	case got != want:
+		t.Errorf("%s: %v allocations a request, want %v", name, got, want)
 	}
 }
 
