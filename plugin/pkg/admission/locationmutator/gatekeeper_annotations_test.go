@@ -32,7 +32,6 @@ import (
 var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 func TestGatekeeperMutationAnnotations(t *testing.T) {
-	ownerAtGeneration3 := strings.Replace(ownerLabel, "metadata: {name: owner}", "metadata: {name: owner, generation: 3}", 1)
 	mutated := func() runtime.Object { return threeContainerPod() }
 	unchanged := func() runtime.Object {
 		pod := threeContainerPod()
@@ -79,36 +78,42 @@ func TestGatekeeperMutationAnnotations(t *testing.T) {
 		{name: "off by default", obj: func(testing.TB) runtime.Object { return mutated() }},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := config(pullAlways, ownerAtGeneration3)
-			if tc.enabled {
-				cfg += "mutationAnnotations: true\n"
-			}
-			plugins := admission.NewPlugins()
-			Register(plugins)
-			p, err := plugins.NewFromPlugins([]string{PluginName}, configProvider{PluginName: cfg}, admission.PluginInitializers{}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := attrs(tc.obj(t), podGVK, podGVR, "prod", "web", admission.Create, "")
-			o := admission.NewObjectInterfacesFromScheme(testScheme(t))
-			// The second invocation changes nothing, so it must leave the
-			// first one's annotations as they are.
-			if err := admissiontesting.WithReinvocationTesting(t, p.(admission.MutationInterface)).Admit(context.Background(), a, o); err != nil {
-				t.Fatal(err)
-			}
-			accessor, err := meta.Accessor(a.GetObject())
-			if err != nil {
-				t.Fatal(err)
-			}
-			annotations := accessor.GetAnnotations()
-			if got := annotations[MutationsAnnotation]; got != tc.want {
-				t.Errorf("%s = %q, want %q", MutationsAnnotation, got, tc.want)
-			}
-			id, ok := annotations[MutationIDAnnotation]
-			if ok != (tc.want != "") || (ok && !uuidPattern.MatchString(id)) {
-				t.Errorf("%s = %q (set: %v), want a UUID only on a mutated object", MutationIDAnnotation, id, ok)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkGatekeeperAnnotations(t, tc.enabled, tc.obj(t), tc.want) })
+	}
+}
+
+// checkGatekeeperAnnotations admits obj with the always-pull Assign and the
+// owner AssignMetadata at generation 3, with mutationAnnotations enabled or
+// not: gatekeeper.sh/mutations must be want, and gatekeeper.sh/mutation-id
+// a UUID exactly when want is not empty.
+func checkGatekeeperAnnotations(t *testing.T, enabled bool, obj runtime.Object, want string) {
+	cfg := config(pullAlways, strings.Replace(ownerLabel, "metadata: {name: owner}", "metadata: {name: owner, generation: 3}", 1))
+	if enabled {
+		cfg += "mutationAnnotations: true\n"
+	}
+	plugins := admission.NewPlugins()
+	Register(plugins)
+	p, err := plugins.NewFromPlugins([]string{PluginName}, configProvider{PluginName: cfg}, admission.PluginInitializers{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := attrs(obj, podGVK, podGVR, "prod", "web", admission.Create, "")
+	o := admission.NewObjectInterfacesFromScheme(testScheme(t))
+	// The second invocation changes nothing, so it must leave the
+	// first one's annotations as they are.
+	if err := admissiontesting.WithReinvocationTesting(t, p.(admission.MutationInterface)).Admit(context.Background(), a, o); err != nil {
+		t.Fatal(err)
+	}
+	accessor, err := meta.Accessor(a.GetObject())
+	if err != nil {
+		t.Fatal(err)
+	}
+	annotations := accessor.GetAnnotations()
+	if got := annotations[MutationsAnnotation]; got != want {
+		t.Errorf("%s = %q, want %q", MutationsAnnotation, got, want)
+	}
+	id, ok := annotations[MutationIDAnnotation]
+	if ok != (want != "") || (ok && !uuidPattern.MatchString(id)) {
+		t.Errorf("%s = %q (set: %v), want a UUID only on a mutated object", MutationIDAnnotation, id, ok)
 	}
 }
