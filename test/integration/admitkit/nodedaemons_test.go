@@ -164,8 +164,22 @@ func resourceSlice(name, node string) *resourcev1.ResourceSlice {
 // and its node's ResourceSlices, and nothing of another node; a token
 // that names no node may write nothing.
 func TestNodeDaemon(t *testing.T) {
+	admin, daemon, mine, theirs := startNodeDaemon(t)
+	t.Run("own node", func(t *testing.T) { testDaemonOwnNode(t, daemon) })
+	t.Run("another node", func(t *testing.T) { testDaemonOtherNode(t, daemon) })
+	t.Run("pods", func(t *testing.T) { testDaemonPods(t, daemon, mine, theirs) })
+	t.Run("resource slices", func(t *testing.T) { testDaemonSlices(t, admin, daemon) })
+	t.Run("token without a node", func(t *testing.T) { testUnboundDaemonToken(t, admin) })
+}
+
+// startNodeDaemon registers node-1 and node-2, binds the agent's pod to
+// node-1 and a workload pod to each node, and returns the admin's client
+// and the agent's, over a token bound to its pod, once RBAC lets the agent
+// act on its own Node.
+func startNodeDaemon(t *testing.T) (admin, daemon kubernetes.Interface, mine, theirs *corev1.Pod) {
+	t.Helper()
 	ctx := context.Background()
-	admin := framework.KubeClient(t, server.AdminConfig())
+	admin = framework.KubeClient(t, server.AdminConfig())
 	registerNode(t, "node-1")
 	registerNode(t, "node-2")
 	framework.CreateNamespace(t, server.AdminConfig(), daemonNamespace, nil)
@@ -176,14 +190,14 @@ func TestNodeDaemon(t *testing.T) {
 	daemonRBAC(t, admin)
 
 	agent := boundPod(t, admin, "agent-node-1", "node-1", daemonAccount)
-	mine := boundPod(t, admin, "work-node-1", "node-1", "default")
-	theirs := boundPod(t, admin, "work-node-2", "node-2", "default")
+	mine = boundPod(t, admin, "work-node-1", "node-1", "default")
+	theirs = boundPod(t, admin, "work-node-2", "node-2", "default")
 
 	token := daemonToken(t, admin, agent)
 	if got := tokenNode(t, token); got != "node-1" {
 		t.Fatalf("the token bound to a pod on node-1 names node %q (ServiceAccountTokenPodNodeInfo must be on)", got)
 	}
-	daemon := tokenClient(t, token)
+	daemon = tokenClient(t, token)
 
 	// RBAC reads the new binding from its informer: wait until the agent
 	// may act at all, on its own Node.
@@ -197,95 +211,110 @@ func TestNodeDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the agent labelling its own node: %v", err)
 	}
+	return admin, daemon, mine, theirs
+}
 
-	t.Run("own node", func(t *testing.T) {
-		nodes := daemon.CoreV1().Nodes()
-		if _, err := nodes.Patch(ctx, "node-1", types.MergePatchType, labelPatch("feature.node.kubernetes.io/cpu-avx2", "true"), metav1.PatchOptions{}); err != nil {
-			t.Errorf("a label under its allowed prefix: %v", err)
-		}
-		_, err := nodes.Patch(ctx, "node-1", types.MergePatchType, labelPatch("node-role.kubernetes.io/gpu", ""), metav1.PatchOptions{})
-		expectForbidden(t, "a kubernetes.io label it is not allowed", err, `service account nr-daemon/agent is held to node "node-1"`,
-			"is not allowed to modify labels: node-role.kubernetes.io/gpu")
-		_, err = nodes.Patch(ctx, "node-1", types.MergePatchType, []byte(`{"status":{"conditions":[{"type":"AgentReady","status":"True"}]}}`), metav1.PatchOptions{}, "status")
-		if err != nil {
-			t.Errorf("a condition on its own node's status: %v", err)
-		}
-		expectForbidden(t, "deleting its own node", nodes.Delete(ctx, "node-1", metav1.DeleteOptions{}), "may not create or delete nodes")
-	})
+// testDaemonOwnNode: on its own Node the agent sets labels its allowances
+// name and status conditions, and nothing else.
+func testDaemonOwnNode(t *testing.T, daemon kubernetes.Interface) {
+	ctx := context.Background()
+	nodes := daemon.CoreV1().Nodes()
+	if _, err := nodes.Patch(ctx, "node-1", types.MergePatchType, labelPatch("feature.node.kubernetes.io/cpu-avx2", "true"), metav1.PatchOptions{}); err != nil {
+		t.Errorf("a label under its allowed prefix: %v", err)
+	}
+	_, err := nodes.Patch(ctx, "node-1", types.MergePatchType, labelPatch("node-role.kubernetes.io/gpu", ""), metav1.PatchOptions{})
+	expectForbidden(t, "a kubernetes.io label it is not allowed", err, `service account nr-daemon/agent is held to node "node-1"`,
+		"is not allowed to modify labels: node-role.kubernetes.io/gpu")
+	_, err = nodes.Patch(ctx, "node-1", types.MergePatchType, []byte(`{"status":{"conditions":[{"type":"AgentReady","status":"True"}]}}`), metav1.PatchOptions{}, "status")
+	if err != nil {
+		t.Errorf("a condition on its own node's status: %v", err)
+	}
+	expectForbidden(t, "deleting its own node", nodes.Delete(ctx, "node-1", metav1.DeleteOptions{}), "may not create or delete nodes")
+}
 
-	t.Run("another node", func(t *testing.T) {
-		nodes := daemon.CoreV1().Nodes()
-		_, err := nodes.Patch(ctx, "node-2", types.MergePatchType, labelPatch("agent.example.com/ready", "true"), metav1.PatchOptions{})
-		expectForbidden(t, "labelling node-2", err, `node "node-1" is not allowed to modify node "node-2"`)
-		_, err = nodes.Patch(ctx, "node-2", types.MergePatchType, []byte(`{"status":{"conditions":[{"type":"AgentReady","status":"False"}]}}`), metav1.PatchOptions{}, "status")
-		expectForbidden(t, "node-2's status", err, `is not allowed to modify node "node-2"`)
-		_, err = nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-9"}}, metav1.CreateOptions{})
-		expectForbidden(t, "registering a node", err, "may not create or delete nodes")
-	})
+// testDaemonOtherNode: another node's Node is not the agent's to change.
+func testDaemonOtherNode(t *testing.T, daemon kubernetes.Interface) {
+	ctx := context.Background()
+	nodes := daemon.CoreV1().Nodes()
+	_, err := nodes.Patch(ctx, "node-2", types.MergePatchType, labelPatch("agent.example.com/ready", "true"), metav1.PatchOptions{})
+	expectForbidden(t, "labelling node-2", err, `node "node-1" is not allowed to modify node "node-2"`)
+	_, err = nodes.Patch(ctx, "node-2", types.MergePatchType, []byte(`{"status":{"conditions":[{"type":"AgentReady","status":"False"}]}}`), metav1.PatchOptions{}, "status")
+	expectForbidden(t, "node-2's status", err, `is not allowed to modify node "node-2"`)
+	_, err = nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-9"}}, metav1.CreateOptions{})
+	expectForbidden(t, "registering a node", err, "may not create or delete nodes")
+}
 
-	t.Run("pods", func(t *testing.T) {
-		pods := daemon.CoreV1().Pods(daemonNamespace)
-		if _, err := pods.Patch(ctx, mine.Name, types.MergePatchType, labelPatch("agent.example.com/seen", "true"), metav1.PatchOptions{}); err != nil {
-			t.Errorf("labelling a pod on its node: %v", err)
-		}
-		_, err := pods.Patch(ctx, theirs.Name, types.MergePatchType, labelPatch("agent.example.com/seen", "true"), metav1.PatchOptions{})
-		expectForbidden(t, "labelling a pod on node-2", err, `can only update pods with spec.nodeName set to its node, not "node-2"`)
-		_, err = pods.Patch(ctx, theirs.Name, types.MergePatchType, []byte(`{"status":{"conditions":[{"type":"AgentReady","status":"True"}]}}`), metav1.PatchOptions{}, "status")
-		expectForbidden(t, "status of a pod on node-2", err, "can only update pod status for pods with spec.nodeName set to itself")
-		_, err = pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "spawned"}, Spec: corev1.PodSpec{
-			NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "registry.example.com/x:1"}}}}, metav1.CreateOptions{})
-		expectForbidden(t, "creating a pod", err, "may not create pods")
+// testDaemonPods: the agent changes and deletes pods of its node only, and
+// creates none.
+func testDaemonPods(t *testing.T, daemon kubernetes.Interface, mine, theirs *corev1.Pod) {
+	ctx := context.Background()
+	pods := daemon.CoreV1().Pods(daemonNamespace)
+	if _, err := pods.Patch(ctx, mine.Name, types.MergePatchType, labelPatch("agent.example.com/seen", "true"), metav1.PatchOptions{}); err != nil {
+		t.Errorf("labelling a pod on its node: %v", err)
+	}
+	_, err := pods.Patch(ctx, theirs.Name, types.MergePatchType, labelPatch("agent.example.com/seen", "true"), metav1.PatchOptions{})
+	expectForbidden(t, "labelling a pod on node-2", err, `can only update pods with spec.nodeName set to its node, not "node-2"`)
+	_, err = pods.Patch(ctx, theirs.Name, types.MergePatchType, []byte(`{"status":{"conditions":[{"type":"AgentReady","status":"True"}]}}`), metav1.PatchOptions{}, "status")
+	expectForbidden(t, "status of a pod on node-2", err, "can only update pod status for pods with spec.nodeName set to itself")
+	_, err = pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "spawned"}, Spec: corev1.PodSpec{
+		NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "registry.example.com/x:1"}}}}, metav1.CreateOptions{})
+	expectForbidden(t, "creating a pod", err, "may not create pods")
 
-		// Deletes are judged on the plugin's pod informer, which may not
-		// have seen the pods yet: until then the answer is NotFound.
-		deleteWhenSeen := func(name string) error {
-			var last error
-			_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-				last = pods.Delete(ctx, name, metav1.DeleteOptions{})
-				return !apierrors.IsNotFound(last), nil
-			})
-			return last
-		}
-		expectForbidden(t, "deleting a pod on node-2", deleteWhenSeen(theirs.Name), "can only delete pods with spec.nodeName set to itself")
-		if err := deleteWhenSeen(mine.Name); err != nil {
-			t.Errorf("deleting a pod on its node: %v", err)
-		}
-	})
+	// Deletes are judged on the plugin's pod informer, which may not
+	// have seen the pods yet: until then the answer is NotFound.
+	deleteWhenSeen := func(name string) error {
+		var last error
+		_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			last = pods.Delete(ctx, name, metav1.DeleteOptions{})
+			return !apierrors.IsNotFound(last), nil
+		})
+		return last
+	}
+	expectForbidden(t, "deleting a pod on node-2", deleteWhenSeen(theirs.Name), "can only delete pods with spec.nodeName set to itself")
+	if err := deleteWhenSeen(mine.Name); err != nil {
+		t.Errorf("deleting a pod on its node: %v", err)
+	}
+}
 
-	t.Run("resource slices", func(t *testing.T) {
-		slices := daemon.ResourceV1().ResourceSlices()
-		own, err := slices.Create(ctx, resourceSlice("nr-daemon-node-1", "node-1"), metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("publishing a slice of its node: %v", err)
-		}
-		own.Spec.Devices = append(own.Spec.Devices, resourcev1.Device{Name: "gpu-1"})
-		if _, err := slices.Update(ctx, own, metav1.UpdateOptions{}); err != nil {
-			t.Errorf("updating a slice of its node: %v", err)
-		}
-		_, err = slices.Create(ctx, resourceSlice("nr-daemon-node-2", "node-2"), metav1.CreateOptions{})
-		expectForbidden(t, "publishing a slice of node-2", err, "can only create ResourceSlice with the same NodeName as the requesting node")
+// testDaemonSlices: the agent publishes, updates and deletes ResourceSlices
+// of its node only.
+func testDaemonSlices(t *testing.T, admin, daemon kubernetes.Interface) {
+	ctx := context.Background()
+	slices := daemon.ResourceV1().ResourceSlices()
+	own, err := slices.Create(ctx, resourceSlice("nr-daemon-node-1", "node-1"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("publishing a slice of its node: %v", err)
+	}
+	own.Spec.Devices = append(own.Spec.Devices, resourcev1.Device{Name: "gpu-1"})
+	if _, err := slices.Update(ctx, own, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("updating a slice of its node: %v", err)
+	}
+	_, err = slices.Create(ctx, resourceSlice("nr-daemon-node-2", "node-2"), metav1.CreateOptions{})
+	expectForbidden(t, "publishing a slice of node-2", err, "can only create ResourceSlice with the same NodeName as the requesting node")
 
-		other, err := admin.ResourceV1().ResourceSlices().Create(ctx, resourceSlice("nr-admin-node-2", "node-2"), metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		other.Spec.Devices = nil
-		_, err = slices.Update(ctx, other, metav1.UpdateOptions{})
-		expectForbidden(t, "updating node-2's slice", err, "can only update ResourceSlice with the same NodeName")
-		expectForbidden(t, "deleting node-2's slice", slices.Delete(ctx, other.Name, metav1.DeleteOptions{}), "can only delete ResourceSlice with the same NodeName")
-		if err := slices.Delete(ctx, own.Name, metav1.DeleteOptions{}); err != nil {
-			t.Errorf("deleting a slice of its node: %v", err)
-		}
-	})
+	other, err := admin.ResourceV1().ResourceSlices().Create(ctx, resourceSlice("nr-admin-node-2", "node-2"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Spec.Devices = nil
+	_, err = slices.Update(ctx, other, metav1.UpdateOptions{})
+	expectForbidden(t, "updating node-2's slice", err, "can only update ResourceSlice with the same NodeName")
+	expectForbidden(t, "deleting node-2's slice", slices.Delete(ctx, other.Name, metav1.DeleteOptions{}), "can only delete ResourceSlice with the same NodeName")
+	if err := slices.Delete(ctx, own.Name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting a slice of its node: %v", err)
+	}
+}
 
-	t.Run("token without a node", func(t *testing.T) {
-		unbound := daemonToken(t, admin, nil)
-		if got := tokenNode(t, unbound); got != "" {
-			t.Fatalf("a token bound to nothing names node %q", got)
-		}
-		nodes := tokenClient(t, unbound).CoreV1().Nodes()
-		_, err := nodes.Patch(ctx, "node-1", types.MergePatchType, labelPatch("agent.example.com/ready", "false"), metav1.PatchOptions{})
-		expectForbidden(t, "labelling node-1 with a token that names no node", err,
-			"NodeRestriction holds service account nr-daemon/agent to the node its pod runs on, but this credential names no single node")
-	})
+// testUnboundDaemonToken: a token bound to nothing names no node, and the
+// agent's writes with it are refused.
+func testUnboundDaemonToken(t *testing.T, admin kubernetes.Interface) {
+	ctx := context.Background()
+	unbound := daemonToken(t, admin, nil)
+	if got := tokenNode(t, unbound); got != "" {
+		t.Fatalf("a token bound to nothing names node %q", got)
+	}
+	nodes := tokenClient(t, unbound).CoreV1().Nodes()
+	_, err := nodes.Patch(ctx, "node-1", types.MergePatchType, labelPatch("agent.example.com/ready", "false"), metav1.PatchOptions{})
+	expectForbidden(t, "labelling node-1 with a token that names no node", err,
+		"NodeRestriction holds service account nr-daemon/agent to the node its pod runs on, but this credential names no single node")
 }

@@ -29,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	settingsv1alpha1client "github.com/admitkit/admitkit/generated/clientset/versioned/typed/settings/v1alpha1"
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
@@ -60,19 +61,7 @@ func TestWebhookKilledUnderLoad(t *testing.T) {
 	framework.CreateNamespace(t, h.server.AdminConfig(), ns, nil)
 	client := framework.KubeClient(t, h.server.AdminConfig())
 	settings := framework.SettingsClient(t, h.server.AdminConfig()).SettingsV1alpha1()
-	preset := podPreset("faults", map[string]string{"app": "web"}, corev1.EnvVar{Name: "FAULT", Value: "1"})
-	preset.Spec.Volumes = []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-	preset.Spec.VolumeMounts = []corev1.VolumeMount{{Name: "cache", MountPath: "/cache"}}
-	if _, err := settings.PodPresets(ns).Create(ctx, preset, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := settings.PodPresets(ns).Create(ctx, podPreset("gone", map[string]string{"app": "web"}, corev1.EnvVar{Name: "GONE", Value: "1"}), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	framework.Poll(t, "both presets to reach the webhook", func() bool {
-		env := envOf(dryRunPodWith(t, client, ns).Spec.Containers[0])
-		return env["FAULT"] == "1" && env["GONE"] == "1"
-	})
+	createFaultPresets(t, client, settings, ns)
 
 	var admitted, refused atomic.Int64
 	var mu sync.Mutex
@@ -135,6 +124,27 @@ func TestWebhookKilledUnderLoad(t *testing.T) {
 	if admitted.Load() <= before {
 		t.Error("no pod was admitted after the restart")
 	}
+}
+
+// createFaultPresets creates the faults preset (an env var and a mounted
+// volume) and the gone preset (an env var), and waits until both reach
+// the webhook.
+func createFaultPresets(t *testing.T, client kubernetes.Interface, settings settingsv1alpha1client.SettingsV1alpha1Interface, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	preset := podPreset("faults", map[string]string{"app": "web"}, corev1.EnvVar{Name: "FAULT", Value: "1"})
+	preset.Spec.Volumes = []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	preset.Spec.VolumeMounts = []corev1.VolumeMount{{Name: "cache", MountPath: "/cache"}}
+	if _, err := settings.PodPresets(ns).Create(ctx, preset, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := settings.PodPresets(ns).Create(ctx, podPreset("gone", map[string]string{"app": "web"}, corev1.EnvVar{Name: "GONE", Value: "1"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Poll(t, "both presets to reach the webhook", func() bool {
+		env := envOf(dryRunPodWith(t, client, ns).Spec.Containers[0])
+		return env["FAULT"] == "1" && env["GONE"] == "1"
+	})
 }
 
 // dryRunPodWith admits a pod labelled app=web without storing it.
