@@ -70,90 +70,100 @@ func TestGatekeeperDifferences(t *testing.T) {
 	gkmutation.MutationAnnotationsEnabled = &enabled
 	t.Cleanup(func() { gkmutation.MutationAnnotationsEnabled = annotations })
 	for _, tc := range cases {
-		t.Run(tc.Name, func(t *testing.T) {
-			var mutators []string
-			for _, m := range tc.Mutators {
-				mutators = append(mutators, string(m))
-			}
-			sys := gatekeeperSystem(t, mutators)
-			obj := podFromCase(t, tc.Before, tc.Floats)
-			_, err := sys.Mutate(t.Context(), &gktypes.Mutable{
-				Object: obj, Namespace: prod, Username: "alice",
-				Source: gktypes.SourceTypeOriginal, Operation: admissionv1.Create,
-			})
-			want := tc.Gatekeeper
-			if want.Error != "" {
-				if err == nil || !strings.Contains(err.Error(), want.Error) {
-					t.Fatalf("error %v, want one containing %q", err, want.Error)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := obj.GetAnnotations()
-			if mutations := got["gatekeeper.sh/mutations"]; want.Mutations != "" && mutations != want.Mutations {
-				t.Errorf("gatekeeper.sh/mutations %q, want %q", mutations, want.Mutations)
-			}
-			// The rest of the object is compared without the two
-			// annotations, whose ID differs on every run.
-			delete(got, "gatekeeper.sh/mutations")
-			delete(got, "gatekeeper.sh/mutation-id")
-			obj.SetAnnotations(got)
-			if len(got) == 0 {
-				unstructured.RemoveNestedField(obj.Object, "metadata", "annotations")
-			}
-			if got, want := normalised(t, obj.Object), normalised(t, podFromCase(t, want.After, false).Object); !reflect.DeepEqual(got, want) {
-				t.Fatalf("got  %v\nwant %v", got, want)
-			}
-		})
+		t.Run(tc.Name, func(t *testing.T) { checkGatekeeperCase(t, tc) })
 	}
-
 	// README.md, "Trying a mutator before enforcing it": the mode
 	// annotation means nothing to Gatekeeper. (The plugin's own tests show
 	// a Warn mutator changing nothing.)
-	t.Run("a mutator annotated Warn is enforced", func(t *testing.T) {
-		warn := `{apiVersion: mutations.gatekeeper.sh/v1, kind: Assign,
+	t.Run("a mutator annotated Warn is enforced", testGatekeeperEnforcesWarn)
+	t.Run("conflicting mutators are stored and not enforced", testGatekeeperConflicts)
+	t.Run("a non-ASCII key does not round-trip", testGatekeeperNonASCIIKey)
+}
+
+// checkGatekeeperCase runs a case of the differences file through
+// Gatekeeper's mutation system and compares what it does with what the
+// file says.
+func checkGatekeeperCase(t *testing.T, tc differenceCase) {
+	var mutators []string
+	for _, m := range tc.Mutators {
+		mutators = append(mutators, string(m))
+	}
+	sys := gatekeeperSystem(t, mutators)
+	obj := podFromCase(t, tc.Before, tc.Floats)
+	_, err := sys.Mutate(t.Context(), &gktypes.Mutable{
+		Object: obj, Namespace: prod, Username: "alice",
+		Source: gktypes.SourceTypeOriginal, Operation: admissionv1.Create,
+	})
+	want := tc.Gatekeeper
+	if want.Error != "" {
+		if err == nil || !strings.Contains(err.Error(), want.Error) {
+			t.Fatalf("error %v, want one containing %q", err, want.Error)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := obj.GetAnnotations()
+	if mutations := got["gatekeeper.sh/mutations"]; want.Mutations != "" && mutations != want.Mutations {
+		t.Errorf("gatekeeper.sh/mutations %q, want %q", mutations, want.Mutations)
+	}
+	// The rest of the object is compared without the two
+	// annotations, whose ID differs on every run.
+	delete(got, "gatekeeper.sh/mutations")
+	delete(got, "gatekeeper.sh/mutation-id")
+	obj.SetAnnotations(got)
+	if len(got) == 0 {
+		unstructured.RemoveNestedField(obj.Object, "metadata", "annotations")
+	}
+	if got, want := normalised(t, obj.Object), normalised(t, podFromCase(t, want.After, false).Object); !reflect.DeepEqual(got, want) {
+		t.Fatalf("got  %v\nwant %v", got, want)
+	}
+}
+
+func testGatekeeperEnforcesWarn(t *testing.T) {
+	warn := `{apiVersion: mutations.gatekeeper.sh/v1, kind: Assign,
 metadata: {name: a, annotations: {locationmutator.admission.admitkit.io/mode: Warn}},
 spec: {applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}], location: 'spec.containers[name: *].imagePullPolicy', parameters: {assign: {value: Always}}}}`
-		sys := gatekeeperSystem(t, []string{warn})
-		obj := unstructuredFromYAML(t, `{spec: {containers: [{name: app, image: nginx}]}}`)
-		if _, err := sys.Mutate(t.Context(), &gktypes.Mutable{Object: obj, Namespace: prod, Source: gktypes.SourceTypeOriginal, Operation: admissionv1.Create}); err != nil {
-			t.Fatal(err)
-		}
-		containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "containers")
-		if len(containers) != 1 || containers[0].(map[string]any)["imagePullPolicy"] != "Always" {
-			t.Fatalf("containers %v: want the Warn mutator enforced", containers)
-		}
-	})
-
-	podAssign := func(name, location string) string {
-		return `{apiVersion: mutations.gatekeeper.sh/v1, kind: Assign, metadata: {name: ` + name + `},
-spec: {applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}], location: '` + location + `', parameters: {assign: {value: Always}}}}`
+	sys := gatekeeperSystem(t, []string{warn})
+	obj := unstructuredFromYAML(t, `{spec: {containers: [{name: app, image: nginx}]}}`)
+	if _, err := sys.Mutate(t.Context(), &gktypes.Mutable{Object: obj, Namespace: prod, Source: gktypes.SourceTypeOriginal, Operation: admissionv1.Create}); err != nil {
+		t.Fatal(err)
 	}
-	t.Run("conflicting mutators are stored and not enforced", func(t *testing.T) {
-		a := podAssign("as-object", "spec.containers.imagePullPolicy")
-		b := podAssign("as-list", "spec.containers[name: *].imagePullPolicy")
-		sys := gatekeeperSystem(t, []string{a})
-		if err := sys.Upsert(gatekeeperMutator(t, b)); err == nil {
-			t.Fatal("no conflict reported")
-		}
-		obj := unstructuredFromYAML(t, `{spec: {containers: [{name: app, image: nginx}]}}`)
-		mutated, err := sys.Mutate(t.Context(), &gktypes.Mutable{Object: obj, Namespace: prod, Source: gktypes.SourceTypeOriginal, Operation: admissionv1.Create})
-		if err != nil || mutated {
-			t.Fatalf("mutated %v, err %v: want neither enforced", mutated, err)
-		}
-	})
+	containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "containers")
+	if len(containers) != 1 || containers[0].(map[string]any)["imagePullPolicy"] != "Always" {
+		t.Fatalf("containers %v: want the Warn mutator enforced", containers)
+	}
+}
 
-	t.Run("a non-ASCII key does not round-trip", func(t *testing.T) {
-		p, err := gkparser.Parse(`metadata.annotations."größe"`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if again, err := gkparser.Parse(p.String()); err == nil && again.String() == p.String() {
-			t.Fatalf("%q round-trips", p.String())
-		}
-	})
+// podAssign is an Assign of Always at location on pods.
+func podAssign(name, location string) string {
+	return `{apiVersion: mutations.gatekeeper.sh/v1, kind: Assign, metadata: {name: ` + name + `},
+spec: {applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}], location: '` + location + `', parameters: {assign: {value: Always}}}}`
+}
+
+func testGatekeeperConflicts(t *testing.T) {
+	a := podAssign("as-object", "spec.containers.imagePullPolicy")
+	b := podAssign("as-list", "spec.containers[name: *].imagePullPolicy")
+	sys := gatekeeperSystem(t, []string{a})
+	if err := sys.Upsert(gatekeeperMutator(t, b)); err == nil {
+		t.Fatal("no conflict reported")
+	}
+	obj := unstructuredFromYAML(t, `{spec: {containers: [{name: app, image: nginx}]}}`)
+	mutated, err := sys.Mutate(t.Context(), &gktypes.Mutable{Object: obj, Namespace: prod, Source: gktypes.SourceTypeOriginal, Operation: admissionv1.Create})
+	if err != nil || mutated {
+		t.Fatalf("mutated %v, err %v: want neither enforced", mutated, err)
+	}
+}
+
+func testGatekeeperNonASCIIKey(t *testing.T) {
+	p, err := gkparser.Parse(`metadata.annotations."größe"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := gkparser.Parse(p.String()); err == nil && again.String() == p.String() {
+		t.Fatalf("%q round-trips", p.String())
+	}
 }
 
 // podFromCase makes a pod web in namespace prod from a case's pod, its
