@@ -34,8 +34,13 @@ type slab[T any] struct {
 	peak int
 }
 
-// put stores v and returns where.
-func (s *slab[T]) put(v T) *T {
+// next returns where the next value goes. It still holds what the last
+// walk left there: the caller sets every field of it, one by one (see the
+// constructors of typedScratch and jsonScratch). Storing a whole T here
+// would be a typedmemmove, whose write barrier while the GC marks
+// (bulkBarrierPreWrite) cost more than the rest of a typed walk; a store
+// per field in the caller takes the compiler's buffered barrier instead.
+func (s *slab[T]) next() *T {
 	c := s.used / slabChunk
 	if c == len(s.chunks) {
 		s.chunks = append(s.chunks, new([slabChunk]T))
@@ -43,7 +48,6 @@ func (s *slab[T]) put(v T) *T {
 	p := &s.chunks[c][s.used%slabChunk]
 	s.used++
 	s.peak = max(s.peak, s.used)
-	*p = v
 	return p
 }
 

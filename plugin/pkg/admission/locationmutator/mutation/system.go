@@ -364,8 +364,7 @@ func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External) (Re
 			changed = !same
 		}
 		if !changed {
-			res.Applied = idsOf(candidates, applied)
-			res.Reached = idsOf(candidates, reached)
+			res.Applied, res.Reached = idsOf(candidates, applied, reached)
 			if klog.V(5).Enabled() && res.Mutated() {
 				klog.InfoS("LocationMutator converged", "object", describe(t), "passes", pass, "applied", res.Applied)
 			}
@@ -413,16 +412,28 @@ func runPass(changed, reached []int, candidates []*Mutator, obj mutable, t *matc
 	return p, nil
 }
 
-// idsOf names the candidates at indexes; nil for none.
-func idsOf(candidates []*Mutator, indexes []int) []ID {
-	if len(indexes) == 0 {
-		return nil
+// idsOf names the candidates at the indexes of applied and of reached,
+// nil for none, in one allocation. Each list is capped at its length, so
+// that appending to one never writes into the other.
+func idsOf(candidates []*Mutator, applied, reached []int) (appliedIDs, reachedIDs []ID) {
+	if len(applied)+len(reached) == 0 {
+		return nil, nil
 	}
-	out := make([]ID, len(indexes))
-	for i, c := range indexes {
+	n := len(applied)
+	out := make([]ID, n+len(reached))
+	for i, c := range applied {
 		out[i] = candidates[c].id
 	}
-	return out
+	for i, c := range reached {
+		out[n+i] = candidates[c].id
+	}
+	if n > 0 {
+		appliedIDs = out[:n:n]
+	}
+	if len(reached) > 0 {
+		reachedIDs = out[n:]
+	}
+	return appliedIDs, reachedIDs
 }
 
 // mergeIndexes adds the sorted indexes add to the sorted set into.

@@ -89,7 +89,7 @@ type typedRoot struct {
 
 func (o *typedRoot) apply(m *Mutator, md requestMeta) (effect, error) {
 	o.root.sc.reset()
-	return m.run(o.root.sc.structs.put(o.root), md)
+	return m.run(o.root.sc.structObject(o.root.v, o.root.info, nil), md)
 }
 
 // typedScratch holds the objects, slots and lists of walks on a typed
@@ -168,11 +168,45 @@ var inMade = &madeStruct{}
 // new pointer when pointer is true.
 func (sc *typedScratch) newStruct(info *typeInfo, pointer bool) *structObject {
 	p := reflect.New(info.t)
-	made := sc.made.put(madeStruct{})
+	made := sc.made.next()
+	made.ptr, made.key = reflect.Value{}, nil
 	if pointer {
 		made.ptr = p
 	}
-	return sc.structs.put(structObject{v: p.Elem(), info: info, sc: sc, made: made})
+	return sc.structObject(p.Elem(), info, made)
+}
+
+// The constructors below set every field of what the slabs hand out, one
+// store each (see slab.next).
+
+func (sc *typedScratch) structObject(v reflect.Value, info *typeInfo, made *madeStruct) *structObject {
+	o := sc.structs.next()
+	o.v, o.info, o.sc, o.made = v, info, sc, made
+	return o
+}
+
+func (sc *typedScratch) field(v reflect.Value, f *jsonField, fresh, there bool) *typedField {
+	s := sc.fields.next()
+	s.v, s.f, s.sc, s.fresh, s.there = v, f, sc, fresh, there
+	return s
+}
+
+func (sc *typedScratch) mapObject(v reflect.Value, info *typeInfo) *typedMap {
+	o := sc.maps.next()
+	o.v, o.info, o.sc = v, info, sc
+	return o
+}
+
+func (sc *typedScratch) entry(m, key reflect.Value, info *typeInfo) *typedMapEntry {
+	s := sc.entries.next()
+	s.m, s.key, s.info = m, key, info
+	return s
+}
+
+func (sc *typedScratch) list(v reflect.Value, info *typeInfo) *typedList {
+	l := sc.lists.next()
+	l.v, l.info, l.sc = v, info, sc
+	return l
 }
 
 func (o *structObject) field(name string, hint *fieldHint) slot {
@@ -185,7 +219,7 @@ func (o *structObject) field(name string, hint *fieldHint) slot {
 	}
 	v := o.v.FieldByIndex(f.index)
 	fresh := o.made != nil && !slices.Equal(f.index, o.made.key)
-	return o.sc.fields.put(typedField{v: v, f: f, sc: o.sc, fresh: fresh, there: !fresh && present(v, f)})
+	return o.sc.field(v, f, fresh, !fresh && present(v, f))
 }
 
 // typedField is a field of a typed struct.
@@ -215,18 +249,18 @@ func (s *typedField) object() (object, bool) {
 	case info.shape == shapeObject:
 		// A struct always reads as present, unless omitzero leaves it
 		// out: then it is as new.
-		o := structObject{v: s.v, info: info, sc: s.sc}
+		var made *madeStruct
 		if s.fresh || !exists {
-			o.made = inMade
+			made = inMade
 		}
-		return s.sc.structs.put(o), true
+		return s.sc.structObject(s.v, info, made), true
 	case info.shape == shapePointerToObject:
 		if exists {
-			return s.sc.structs.put(structObject{v: s.v.Elem(), info: info.elemInfo(), sc: s.sc}), true
+			return s.sc.structObject(s.v.Elem(), info.elemInfo(), nil), true
 		}
 		return s.sc.newStruct(info.elemInfo(), true), true
 	case info.shape == shapeStringMap:
-		return s.sc.maps.put(typedMap{v: s.v, info: info, sc: s.sc}), true
+		return s.sc.mapObject(s.v, info), true
 	case !exists:
 		return misfitObject{}, true
 	}
@@ -250,7 +284,7 @@ func (s *typedField) attach(o object) (bool, error) {
 func (s *typedField) list() (list, bool) {
 	switch {
 	case s.f.info.shape == shapeList:
-		return s.sc.lists.put(typedList{v: s.v, info: s.f.info, sc: s.sc}), true
+		return s.sc.list(s.v, s.f.info), true
 	case !s.exists():
 		return misfitList{s.v.Type()}, true
 	}
@@ -281,7 +315,7 @@ type typedMap struct {
 }
 
 func (o *typedMap) field(name string, hint *fieldHint) slot {
-	return o.sc.entries.put(typedMapEntry{m: o.v, key: hint.mapKey(o.info, name), info: o.info.elemInfo()})
+	return o.sc.entry(o.v, hint.mapKey(o.info, name), o.info.elemInfo())
 }
 
 // typedMapEntry is an entry of a typed map. Its values are written whole:
@@ -370,9 +404,9 @@ func (l *typedList) elem(j int) (object, bool) {
 	e, ei := l.v.Index(j), l.info.elemInfo()
 	switch {
 	case ei.shape == shapeObject:
-		return l.sc.structs.put(structObject{v: e, info: ei, sc: l.sc}), true
+		return l.sc.structObject(e, ei, nil), true
 	case ei.shape == shapePointerToObject && !e.IsNil():
-		return l.sc.structs.put(structObject{v: e.Elem(), info: ei.elemInfo(), sc: l.sc}), true
+		return l.sc.structObject(e.Elem(), ei.elemInfo(), nil), true
 	}
 	return nil, false
 }

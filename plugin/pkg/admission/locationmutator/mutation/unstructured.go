@@ -74,8 +74,25 @@ func (sc *jsonScratch) reset() {
 	sc.lists.reset()
 }
 
+// The constructors below set every field of what the slabs hand out, one
+// store each (see slab.next).
+
 func (sc *jsonScratch) object(m map[string]any) *jsonObject {
-	return sc.objects.put(jsonObject{m: m, sc: sc})
+	o := sc.objects.next()
+	o.m, o.sc = m, sc
+	return o
+}
+
+func (sc *jsonScratch) slot(parent map[string]any, key string, value any, found bool) *jsonSlot {
+	s := sc.slots.next()
+	s.parent, s.key, s.value, s.found, s.sc = parent, key, value, found, sc
+	return s
+}
+
+func (sc *jsonScratch) list(at *jsonSlot, items []any) *jsonList {
+	l := sc.lists.next()
+	l.at, l.items = at, items
+	return l
 }
 
 // jsonObject is an object in unstructured form.
@@ -86,7 +103,7 @@ type jsonObject struct {
 
 func (o *jsonObject) field(name string, _ *fieldHint) slot {
 	v, ok := o.m[name]
-	return o.sc.slots.put(jsonSlot{parent: o.m, key: name, value: v, found: ok, sc: o.sc})
+	return o.sc.slot(o.m, name, v, ok)
 }
 
 // jsonSlot is a member of an unstructured object. Writes store new values
@@ -132,10 +149,10 @@ func (s *jsonSlot) attach(o object) (bool, error) {
 func (s *jsonSlot) list() (list, bool) {
 	v, _ := s.get()
 	if isNull(v) {
-		return s.sc.lists.put(jsonList{at: s}), true
+		return s.sc.list(s, nil), true
 	}
 	l, ok := v.([]any)
-	return s.sc.lists.put(jsonList{at: s, items: l}), ok
+	return s.sc.list(s, l), ok
 }
 
 func (s *jsonSlot) holds(v any) bool {
