@@ -38,9 +38,15 @@ type binaries struct {
 // module, with the dependency versions of its release: this module's graph
 // raises k8s.io/apiserver to v0.37.2, against which its k8scel driver, which
 // main imports, does not compile.
+// With ADMITKIT_BENCH_BIN set, it builds nothing and takes them from that
+// directory instead (README.md says how to build them there), since
+// linking kube-apiserver takes minutes on a busy machine.
 func buildBinaries(t *testing.T) binaries {
 	t.Helper()
-	dir := t.TempDir()
+	dir, prebuilt := os.LookupEnv("ADMITKIT_BENCH_BIN")
+	if !prebuilt {
+		dir = t.TempDir()
+	}
 	bins := binaries{
 		kubeAPIServer:   filepath.Join(dir, "kube-apiserver"),
 		etcd:            filepath.Join(dir, "admitkit-etcd"),
@@ -52,6 +58,9 @@ func buildBinaries(t *testing.T) binaries {
 		{"../..", bins.etcd, "./cmd/admitkit-etcd"},
 		{"../..", bins.admitkitWebhook, "./cmd/admitkit-webhook"},
 		{moduleDir(t, gatekeeperModule), bins.gatekeeper, "."},
+	}
+	if prebuilt {
+		return bins
 	}
 	// One at a time: each link of these takes most of the machine.
 	for _, b := range builds {
