@@ -1,0 +1,184 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package gatekeeper
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// latencyNamespace holds the pods on every scenario's server.
+const latencyNamespace = "bench"
+
+// latencyScenario is one server of the comparison.
+type latencyScenario struct {
+	name string
+	srv  *stockServer
+	// problems says what a created pod lacks of the scenario's mutations
+	// (or, for the baseline, what it has), so that a scenario that did
+	// nothing, or a webhook that timed out and was ignored, fails the run
+	// instead of being measured.
+	problems  func(pod *corev1.Pod) []string
+	latencies []time.Duration
+}
+
+// latencyRun is how much TestPodCreateLatency creates.
+type latencyRun struct {
+	measure     bool
+	perScenario int // creates per scenario, spread over the rounds
+	rounds      int
+	warmups     int // creates per scenario before the rounds
+}
+
+// TestPodCreateLatency compares pod create latency on upstream's stock
+// kube-apiserver: without webhooks; with admitkit's webhooks (five
+// PodPresets selecting the pod, and the LocationMutator with the ten
+// mutators of ten-pod-mutators.yaml); and with Gatekeeper v3.23.1's own
+// mutation webhook (its manager, built from this module's graph) with the
+// same ten mutators. Each scenario has its own kube-apiserver and etcd;
+// they are measured in interleaved rounds, so that the noise of a shared
+// machine hits them alike.
+//
+// Every run builds and starts everything and checks, on a few creates,
+// that each pod has its scenario's mutations. The measurement is opt-in:
+// ADMITKIT_BENCH=1 creates 1000 pods per scenario (ADMITKIT_BENCH_PODS
+// to change) after 100 warm-ups and prints the table. No time is
+// asserted.
+func TestPodCreateLatency(t *testing.T) {
+	run := latencyRun{perScenario: 4, rounds: 2}
+	if os.Getenv("ADMITKIT_BENCH") != "" {
+		run = latencyRun{measure: true, perScenario: 1000, rounds: 20, warmups: 100}
+		if v := os.Getenv("ADMITKIT_BENCH_PODS"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 100 {
+				t.Fatalf("ADMITKIT_BENCH_PODS=%q: want a number of at least 100", v)
+			}
+			run.perScenario = n
+		}
+	}
+	bins := buildBinaries(t)
+	mutators := readObjects(t, tenMutatorsFile)
+	scenarios := []*latencyScenario{
+		{name: "no webhook", problems: unmutated},
+		{name: "admitkit: 5 presets, 10 mutators", problems: func(pod *corev1.Pod) []string {
+			return append(presetProblems(pod), mutationProblems(pod)...)
+		}},
+		{name: "Gatekeeper v3.23.1: 10 mutators", problems: mutationProblems},
+	}
+	for _, s := range scenarios {
+		s.srv = startStock(t, bins)
+		createObjects(t, s.srv.objects, benchNamespace())
+	}
+	installAdmitkit(t, scenarios[1].srv, bins)
+	createObjects(t, scenarios[1].srv.objects, append(slices.Clone(mutators), benchPresets(t)...))
+	installGatekeeper(t, scenarios[2].srv, bins)
+	createObjects(t, scenarios[2].srv.objects, mutators)
+	for _, s := range scenarios {
+		s.warmUp(t, run.warmups)
+	}
+	run.interleave(t, scenarios)
+	if run.measure {
+		table := latencyTable(scenarios, run)
+		fmt.Print(table)
+		t.Log(table)
+	}
+}
+
+// benchNamespace is the pods' namespace and its default service account
+// (no controller manager runs to make it).
+func benchNamespace() []*unstructured.Unstructured {
+	return []*unstructured.Unstructured{
+		{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": latencyNamespace}}},
+		{Object: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default", "namespace": latencyNamespace}}},
+	}
+}
+
+// benchPod is the pod locationmutator's benchmarks admit, named name, in
+// latencyNamespace.
+func benchPod(name string) *corev1.Pod {
+	pod := threeContainerPod()
+	pod.Name, pod.Namespace = name, latencyNamespace
+	return pod
+}
+
+// warmUp waits until a dry-run create shows the scenario's mutations
+// (informers synced, mutators ingested, webhook configurations picked
+// up), then creates warmups pods.
+func (s *latencyScenario) warmUp(t *testing.T, warmups int) {
+	t.Helper()
+	pods := s.srv.client.CoreV1().Pods(latencyNamespace)
+	var last []string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pod, err := pods.Create(ctx, benchPod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			last = []string{err.Error()}
+			return false, nil
+		}
+		last = s.problems(pod)
+		return len(last) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: the scenario's mutations never applied: %v (last: %v)", s.name, err, last)
+	}
+	for i := range warmups {
+		if _, err := pods.Create(context.Background(), benchPod(fmt.Sprintf("warmup-%d", i)), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+	}
+}
+
+// interleave creates the run's pods on every scenario, timing each create
+// and checking each pod. Each round visits the scenarios in a new order,
+// after a GC of this process, so that neither the position in a round nor
+// the client's garbage favours one.
+func (run latencyRun) interleave(t *testing.T, scenarios []*latencyScenario) {
+	t.Helper()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range run.rounds {
+		order := slices.Clone(scenarios)
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, s := range order {
+			runtime.GC()
+			for j := range run.perScenario / run.rounds {
+				name := fmt.Sprintf("bench-%d-%d", round, j)
+				start := time.Now()
+				pod, err := s.srv.client.CoreV1().Pods(latencyNamespace).Create(ctx, benchPod(name), metav1.CreateOptions{})
+				elapsed := time.Since(start)
+				if err != nil {
+					t.Fatalf("%s: %v", s.name, err)
+				}
+				if p := s.problems(pod); len(p) > 0 {
+					t.Fatalf("%s: pod %s: %v", s.name, name, p)
+				}
+				s.latencies = append(s.latencies, elapsed)
+			}
+		}
+	}
+}
