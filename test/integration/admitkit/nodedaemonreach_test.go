@@ -82,7 +82,10 @@ func (c connectRequest) do(ctx context.Context, client kubernetes.Interface, nam
 	} else {
 		req = client.CoreV1().RESTClient().Post()
 	}
-	req = req.Namespace(namespace).Resource(resource).Name(name).SubResource(c.subresource)
+	if namespace != "" {
+		req = req.Namespace(namespace)
+	}
+	req = req.Resource(resource).Name(name).SubResource(c.subresource)
 	for k, v := range c.params {
 		req = req.Param(k, v)
 	}
