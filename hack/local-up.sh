@@ -463,6 +463,17 @@ if [[ -n "${WEBHOOK}" ]]; then
     SERVED="settings.k8s.io is served as CustomResourceDefinitions (hack/manifests)"
 fi
 N="${KUBECTL#"${ROOT}/"} --kubeconfig=${NODE_KUBECONFIG#"${ROOT}/"}"
+# With WEBHOOK=1 the NodeRestriction webhook is sent only the requests of
+# the accounts its matchCondition names, and hack/manifests ships it naming
+# none: the walkthrough names the node daemon's there too, as README
+# "Clusters you cannot rebuild" asks of whoever lists an account.
+DAEMON_WEBHOOK_STEP=""
+if [[ -n "${WEBHOOK}" ]]; then
+    MATCH_PATCH='[{"op":"test","path":"/webhooks/2/name","value":"noderestriction.admission.admitkit.io"},{"op":"replace","path":"/webhooks/2/matchConditions/0/expression","value":"request.userInfo.username in [\"system:serviceaccount:node-agents:hardware-labeller\"]"}]'
+    DAEMON_WEBHOOK_STEP="  # (WEBHOOK=1) the NodeRestriction webhook's matchCondition names the account too
+  ${K} patch validatingwebhookconfiguration admitkit-validating --type=json -p '${MATCH_PATCH}'
+"
+fi
 AUDIT_LOG="${DATA_DIR#"${ROOT}/"}/audit.log"
 cat <<EOF
 
@@ -531,6 +542,25 @@ ${READY}. From ${ROOT}, try:
   # ...and is refused these two (Forbidden)
   ${N} label node ${NODE_NAME} node-restriction.kubernetes.io/trusted=true
   ${N} label node ${NODE_NAME} node-role.kubernetes.io/control-plane=
+
+  # A node daemon (README "Node daemons"): hack/examples/node-daemon.yaml's DaemonSet runs
+  # as node-agents/hardware-labeller, whose RBAC may patch every Node; the admission
+  # configuration lists it in nodeScopedServiceAccounts, which holds it to its pod's node
+${DAEMON_WEBHOOK_STEP}  ${K} apply -f hack/examples/node-daemon.yaml -f hack/examples/node-2.yaml
+  # its pod on node-1 (no scheduler runs here, so it is created bound), and the token the
+  # kubelet would mount into it: bound to the pod, it names node-1
+  ${K} apply -f hack/examples/node-daemon-pod.yaml
+  LABELLER_TOKEN=\$(${K} create token hardware-labeller -n node-agents --bound-object-kind Pod --bound-object-name hardware-labeller-node-1)
+  ${K} --token="\${LABELLER_TOKEN}" auth whoami | grep -E 'Username|node-name'
+  # it labels its own node under its allowed prefix (node/node-1 labeled)...
+  ${K} --token="\${LABELLER_TOKEN}" label node node-1 hardware.example.k8s.io/gpu=true
+  # ...and is refused node-2, and a kubernetes.io label on its own (Forbidden: held to node "node-1")
+  ${K} --token="\${LABELLER_TOKEN}" label node node-2 hardware.example.k8s.io/gpu=true
+  ${K} --token="\${LABELLER_TOKEN}" label node node-1 node-role.kubernetes.io/gpu=
+  # a token bound to no pod names no node: it may ask who it is (no node-name), and may not write
+  UNBOUND_TOKEN=\$(${K} create token hardware-labeller -n node-agents)
+  ${K} --token="\${UNBOUND_TOKEN}" auth whoami | grep -E 'Username|node-name'
+  ${K} --token="\${UNBOUND_TOKEN}" label node node-1 hardware.example.k8s.io/cpu=avx2
 
 EOF
 if [[ -n "${HA}" ]]; then

@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
@@ -44,9 +45,11 @@ const (
 	daemonAccount   = "agent"
 )
 
-// daemonRBAC grants the account what node daemons' charts grant: every
-// Node, pod and ResourceSlice of the cluster. NodeRestriction is what
-// narrows it to the pod's own node.
+// daemonRBAC grants the account what node daemons' charts grant, and
+// more: every Node, pod, ResourceSlice and ResourceClaim of the cluster,
+// exec and proxy into any of them, every node Lease and CSINode, so that
+// each refusal the tests see comes from admission. NodeRestriction is
+// what narrows it to the pod's own node.
 func daemonRBAC(t *testing.T, admin kubernetes.Interface) {
 	t.Helper()
 	ctx := context.Background()
@@ -54,9 +57,16 @@ func daemonRBAC(t *testing.T, admin kubernetes.Interface) {
 		ObjectMeta: metav1.ObjectMeta{Name: "nr-daemon-agent"},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"nodes", "nodes/status"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
-			{APIGroups: []string{""}, Resources: []string{"pods", "pods/status"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
+			{APIGroups: []string{""}, Resources: []string{"pods", "pods/status"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete", "deletecollection"}},
 			{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
+			{APIGroups: []string{""}, Resources: []string{"pods/exec", "pods/attach", "pods/portforward", "pods/proxy", "nodes/proxy"}, Verbs: []string{"get", "create"}},
 			{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceslices"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
+			{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims", "resourceclaims/status"}, Verbs: []string{"get", "list", "update", "patch"}},
+			// Kubernetes' own per-driver check of status.devices.
+			{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims/driver"},
+				Verbs: []string{"associated-node:update", "arbitrary-node:update", "associated-node:patch", "arbitrary-node:patch"}},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
+			{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"csinodes"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
 		},
 	}
 	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -74,10 +84,14 @@ func daemonRBAC(t *testing.T, admin kubernetes.Interface) {
 
 // boundPod creates, as the scheduler would have placed it, a pod on node
 // running as account.
-func boundPod(t *testing.T, admin kubernetes.Interface, name, node, account string) *corev1.Pod {
+func boundPod(t *testing.T, admin kubernetes.Interface, name, node, account string, labels ...string) *corev1.Pod {
 	t.Helper()
+	podLabels := map[string]string{"app": name}
+	for _, l := range labels {
+		podLabels[l] = "true"
+	}
 	pod, err := admin.CoreV1().Pods(daemonNamespace).Create(context.Background(), &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: podLabels},
 		Spec: corev1.PodSpec{
 			NodeName:           node,
 			ServiceAccountName: account,
@@ -134,9 +148,9 @@ func tokenNode(t *testing.T, token string) string {
 	return claims.Kubernetes.Node.Name
 }
 
-func tokenClient(t *testing.T, token string) kubernetes.Interface {
+func tokenClient(t *testing.T, h *host, token string) kubernetes.Interface {
 	t.Helper()
-	c, err := kubernetes.NewForConfig(server.Config(token))
+	c, err := kubernetes.NewForConfig(h.server.Config(token))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,59 +173,148 @@ func resourceSlice(name, node string) *resourcev1.ResourceSlice {
 	}
 }
 
-// TestNodeDaemon runs a DaemonSet-style agent with real pod-bound tokens:
-// whatever its RBAC grants, it may change its own Node, its node's pods
-// and its node's ResourceSlices, and nothing of another node; a token
-// that names no node may write nothing.
+// TestNodeDaemon runs a DaemonSet-style agent with real pod-bound tokens,
+// on each host: whatever its RBAC grants, it may change its own Node, its
+// node's pods, ResourceSlices, ResourceClaims, Lease and CSINode, and reach
+// into its node's pods and kubelet, and nothing of another node; a token
+// that names no node may make its self reviews and write nothing.
 func TestNodeDaemon(t *testing.T) {
-	admin, daemon, mine, theirs := startNodeDaemon(t)
-	t.Run("own node", func(t *testing.T) { testDaemonOwnNode(t, daemon) })
-	t.Run("another node", func(t *testing.T) { testDaemonOtherNode(t, daemon) })
-	t.Run("pods", func(t *testing.T) { testDaemonPods(t, daemon, mine, theirs) })
-	t.Run("resource slices", func(t *testing.T) { testDaemonSlices(t, admin, daemon) })
-	t.Run("token without a node", func(t *testing.T) { testUnboundDaemonToken(t, admin) })
+	onEachHost(t, func(t *testing.T, h *host) {
+		d := startNodeDaemon(t, h)
+		t.Run("own node", func(t *testing.T) { testDaemonOwnNode(t, d.daemon) })
+		t.Run("another node", func(t *testing.T) { testDaemonOtherNode(t, d.daemon) })
+		t.Run("pods", func(t *testing.T) { testDaemonPods(t, d.daemon, d.mine, d.theirs) })
+		t.Run("connect", func(t *testing.T) { testDaemonConnect(t, d) })
+		t.Run("delete collection", func(t *testing.T) { testDaemonDeleteCollection(t, d) })
+		t.Run("resource slices", func(t *testing.T) { testDaemonSlices(t, d.admin, d.daemon) })
+		t.Run("resource claim status", func(t *testing.T) { testDaemonClaimStatus(t, d) })
+		t.Run("node leases", func(t *testing.T) { testDaemonLeases(t, d) })
+		t.Run("csinodes", func(t *testing.T) { testDaemonCSINodes(t, d) })
+		t.Run("self reviews", func(t *testing.T) { testDaemonSelfReview(t, d) })
+		t.Run("token without a node", func(t *testing.T) { testUnboundDaemonToken(t, h, d.admin) })
+	})
+}
+
+// nodeDaemon is the agent of TestNodeDaemon on one host: the admin's
+// client and the agent's (a token bound to its pod on node-1), and a
+// workload pod on each node.
+type nodeDaemon struct {
+	admin, daemon kubernetes.Interface
+	mine, theirs  *corev1.Pod
 }
 
 // startNodeDaemon registers node-1 and node-2, binds the agent's pod to
-// node-1 and a workload pod to each node, and returns the admin's client
-// and the agent's, over a token bound to its pod, once RBAC lets the agent
-// act on its own Node.
-func startNodeDaemon(t *testing.T) (admin, daemon kubernetes.Interface, mine, theirs *corev1.Pod) {
+// node-1 and a workload pod to each node, and returns the agent once RBAC
+// lets it act on its own Node and admission holds it to that node.
+func startNodeDaemon(t *testing.T, h *host) *nodeDaemon {
 	t.Helper()
 	ctx := context.Background()
-	admin = framework.KubeClient(t, server.AdminConfig())
-	registerNode(t, "node-1")
-	registerNode(t, "node-2")
-	framework.CreateNamespace(t, server.AdminConfig(), daemonNamespace, nil)
-	if _, err := admin.CoreV1().ServiceAccounts(daemonNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: daemonAccount}},
-		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	admin := framework.KubeClient(t, h.server.AdminConfig())
+	registerHostNode(t, h, "node-1")
+	registerHostNode(t, h, "node-2")
+	framework.CreateNamespace(t, h.server.AdminConfig(), daemonNamespace, nil)
+	// The workloads run as default, which no controller makes on the
+	// webhook host.
+	for _, account := range []string{daemonAccount, "default"} {
+		if _, err := admin.CoreV1().ServiceAccounts(daemonNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: account}},
+			metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
 	}
 	daemonRBAC(t, admin)
+	if h.webhook != nil {
+		listDaemonInWebhook(t, admin)
+	}
 
 	agent := boundPod(t, admin, "agent-node-1", "node-1", daemonAccount)
-	mine = boundPod(t, admin, "work-node-1", "node-1", "default")
-	theirs = boundPod(t, admin, "work-node-2", "node-2", "default")
-
+	d := &nodeDaemon{
+		admin:  admin,
+		mine:   boundPod(t, admin, "work-node-1", "node-1", "default"),
+		theirs: boundPod(t, admin, "work-node-2", "node-2", "default"),
+	}
 	token := daemonToken(t, admin, agent)
 	if got := tokenNode(t, token); got != "node-1" {
 		t.Fatalf("the token bound to a pod on node-1 names node %q (ServiceAccountTokenPodNodeInfo must be on)", got)
 	}
-	daemon = tokenClient(t, token)
+	d.daemon = tokenClient(t, h, token)
 
-	// RBAC reads the new binding from its informer: wait until the agent
-	// may act at all, on its own Node.
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := daemon.CoreV1().Nodes().Patch(ctx, "node-1", types.MergePatchType, labelPatch("agent.example.com/ready", "true"), metav1.PatchOptions{})
+	// RBAC reads the new binding from its informer, and kube-apiserver
+	// the webhook configuration from its own: wait until the agent may
+	// act on its own Node and is refused another's.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		nodes := d.daemon.CoreV1().Nodes()
+		_, err := nodes.Patch(ctx, "node-1", types.MergePatchType, labelPatch("agent.example.com/ready", "true"), metav1.PatchOptions{})
 		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "cannot patch resource") {
 			return false, nil
 		}
-		return err == nil, err
+		if err != nil {
+			return false, err
+		}
+		_, err = nodes.Patch(ctx, "node-2", types.MergePatchType, labelPatch("agent.example.com/probe", "true"), metav1.PatchOptions{})
+		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "is held to node"), nil
 	})
 	if err != nil {
-		t.Fatalf("the agent labelling its own node: %v", err)
+		t.Fatalf("the agent labelling its own node, and held to it: %v", err)
 	}
-	return admin, daemon, mine, theirs
+	return d
+}
+
+// registerHostNode has node create its own Node object on h (as a
+// kubelet does), once.
+func registerHostNode(t *testing.T, h *host, node string) {
+	t.Helper()
+	_, err := framework.KubeClient(t, h.server.NodeConfig(node)).CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name:   node,
+		Labels: map[string]string{"kubernetes.io/hostname": node, "topology.kubernetes.io/zone": "z1"},
+	}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("%s registering itself: %v", node, err)
+	}
+}
+
+// noderestrictionWebhook is the NodeRestriction webhook of
+// hack/manifests/validating-webhooks.yaml.
+const noderestrictionWebhook = "noderestriction.admission.admitkit.io"
+
+// listDaemonInWebhook does on the webhook host what the README asks of an
+// administrator who lists a node-scoped account: the admission
+// configuration of the webhook server lists it already (main_test.go's),
+// and the NodeRestriction webhook's matchCondition, which the manifests
+// ship empty, now names it too. The test puts the condition back when it
+// ends.
+func listDaemonInWebhook(t *testing.T, admin kubernetes.Interface) {
+	t.Helper()
+	user := "system:serviceaccount:" + daemonNamespace + ":" + daemonAccount
+	old := setWebhookCondition(t, admin, "request.userInfo.username in ['"+user+"']")
+	t.Cleanup(func() { setWebhookCondition(t, admin, old) })
+}
+
+// setWebhookCondition sets the NodeRestriction webhook's one
+// matchCondition and returns the expression it had.
+func setWebhookCondition(t *testing.T, admin kubernetes.Interface, expression string) string {
+	t.Helper()
+	var old string
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		configs := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+		cfg, err := configs.Get(context.Background(), "admitkit-validating", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range cfg.Webhooks {
+			w := &cfg.Webhooks[i]
+			if w.Name != noderestrictionWebhook || len(w.MatchConditions) != 1 {
+				continue
+			}
+			old, w.MatchConditions[0].Expression = w.MatchConditions[0].Expression, expression
+			_, err = configs.Update(context.Background(), cfg, metav1.UpdateOptions{})
+			return err
+		}
+		return fmt.Errorf("validatingwebhookconfiguration admitkit-validating has no %s webhook with one matchCondition", noderestrictionWebhook)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return old
 }
 
 // testDaemonOwnNode: on its own Node the agent sets labels its allowances
@@ -260,15 +363,9 @@ func testDaemonPods(t *testing.T, daemon kubernetes.Interface, mine, theirs *cor
 		NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "registry.example.com/x:1"}}}}, metav1.CreateOptions{})
 	expectForbidden(t, "creating a pod", err, "may not create pods")
 
-	// Deletes are judged on the plugin's pod informer, which may not
-	// have seen the pods yet: until then the answer is NotFound.
+	// Deletes are judged on the plugin's pod informer (whenSeen).
 	deleteWhenSeen := func(name string) error {
-		var last error
-		_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			last = pods.Delete(ctx, name, metav1.DeleteOptions{})
-			return !apierrors.IsNotFound(last), nil
-		})
-		return last
+		return whenSeen(func(ctx context.Context) error { return pods.Delete(ctx, name, metav1.DeleteOptions{}) })
 	}
 	expectForbidden(t, "deleting a pod on node-2", deleteWhenSeen(theirs.Name), "can only delete pods with spec.nodeName set to itself")
 	if err := deleteWhenSeen(mine.Name); err != nil {
@@ -305,15 +402,21 @@ func testDaemonSlices(t *testing.T, admin, daemon kubernetes.Interface) {
 	}
 }
 
-// testUnboundDaemonToken: a token bound to nothing names no node, and the
-// agent's writes with it are refused.
-func testUnboundDaemonToken(t *testing.T, admin kubernetes.Interface) {
+// testUnboundDaemonToken: a token bound to nothing names no node; with it
+// the agent may ask who it is and what it may do, and its writes are
+// refused.
+func testUnboundDaemonToken(t *testing.T, h *host, admin kubernetes.Interface) {
 	ctx := context.Background()
 	unbound := daemonToken(t, admin, nil)
 	if got := tokenNode(t, unbound); got != "" {
 		t.Fatalf("a token bound to nothing names node %q", got)
 	}
-	nodes := tokenClient(t, unbound).CoreV1().Nodes()
+	client := tokenClient(t, h, unbound)
+	who, canPatch := selfReviews(t, client)
+	if who.Username != "system:serviceaccount:nr-daemon:agent" || len(who.Extra[nodeNameExtra]) != 0 || !canPatch {
+		t.Errorf("auth whoami says %q with extras %v, auth can-i patch nodes says %v; want the agent, no node, yes", who.Username, who.Extra, canPatch)
+	}
+	nodes := client.CoreV1().Nodes()
 	_, err := nodes.Patch(ctx, "node-1", types.MergePatchType, labelPatch("agent.example.com/ready", "false"), metav1.PatchOptions{})
 	expectForbidden(t, "labelling node-1 with a token that names no node", err,
 		"NodeRestriction holds service account nr-daemon/agent to the node its pod runs on, but this credential names no single node")
