@@ -123,7 +123,7 @@ func newOfflineCase(seed uint64, i int) offlineCase {
 	}
 	s := fuzzobjects.NewSource(data)
 	ns := fmt.Sprintf("offline-%d", i)
-	c := offlineCase{namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+	c := offlineCase{namespace: &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: ns,
 		Labels: map[string]string{"offline-case": ns, "tier": []string{"a", "b"}[s.Next(2)]}}}}
 	presets := &fuzzobjects.PodPresets{Source: s, Namespace: ns, NamespaceSelector: metav1.LabelSelector{
 		MatchLabels: map[string]string{"offline-case": ns, "tier": []string{"a", "b"}[s.Next(2)]}}}
@@ -148,8 +148,13 @@ func newOfflineCase(seed uint64, i int) offlineCase {
 func latestPresets(objs []runtime.Object, ns string) []runtime.Object {
 	var out []runtime.Object
 	for i, obj := range objs {
-		if c, ok := obj.(*settingsv1alpha1.ClusterPodPreset); ok {
-			c.Name = ns + "-" + c.Name
+		// admit reads manifests, which carry their apiVersion and kind.
+		switch p := obj.(type) {
+		case *settingsv1alpha1.ClusterPodPreset:
+			p.Name = ns + "-" + p.Name
+			p.APIVersion, p.Kind = settingsv1alpha1.SchemeGroupVersion.String(), "ClusterPodPreset"
+		case *settingsv1alpha1.PodPreset:
+			p.APIVersion, p.Kind = settingsv1alpha1.SchemeGroupVersion.String(), "PodPreset"
 		}
 		if !slices.ContainsFunc(objs[i+1:], func(later runtime.Object) bool { return sameObject(obj, later) }) {
 			out = append(out, obj)
