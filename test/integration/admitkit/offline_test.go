@@ -329,6 +329,7 @@ func (o *offlineRun) createPresets(t *testing.T, c offlineCase) (created, refuse
 		}
 		switch {
 		case apierrors.IsInvalid(err):
+			t.Logf("the server refused to store %s: %v", describeObject(obj), err)
 			refused = append(refused, obj)
 		case err != nil:
 			t.Fatalf("creating %s: %v", describeObject(obj), err)
@@ -358,6 +359,7 @@ func (o *offlineRun) createMutators(t *testing.T, c offlineCase) (created, refus
 		_, err := resource.Create(ctx, m, metav1.CreateOptions{})
 		switch {
 		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+			t.Logf("the server refused to store %s: %v", m.GetName(), err)
 			refused = append(refused, m)
 		case err != nil:
 			t.Fatalf("creating %s: %v", describeObject(m), err)
@@ -472,7 +474,9 @@ func (o *offlineRun) runAdmit(t *testing.T, c offlineCase, state []any) admitRes
 		}
 		res.object = list.Items[0]
 	case 1:
-		_, res.refusal, _ = strings.Cut(strings.TrimSpace(res.stderr), " refused: ")
+		// The refusal's line; admit's exit message follows it.
+		_, rest, _ := strings.Cut(res.stderr, " refused: ")
+		res.refusal, _, _ = strings.Cut(rest, "\n")
 	}
 	return res
 }
