@@ -18,7 +18,6 @@ package podpreset
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 
@@ -27,138 +26,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/fuzzobjects"
 )
-
-// generator turns fuzz input into pods and presets over small alphabets,
-// so that names, paths and sources collide often: collisions are where the
-// merge rules live.
-type generator struct {
-	data []byte
-	pos  int
-}
-
-func (g *generator) next(n int) int {
-	if g.pos >= len(g.data) || n <= 1 {
-		return 0
-	}
-	b := g.data[g.pos]
-	g.pos++
-	return int(b) % n
-}
-
-func (g *generator) name(prefix string) string { return fmt.Sprintf("%s%d", prefix, g.next(3)) }
-
-func (g *generator) env() []corev1.EnvVar {
-	var out []corev1.EnvVar
-	for n := g.next(4); n > 0; n-- {
-		e := corev1.EnvVar{Name: g.name("E"), Value: g.name("v")}
-		if g.next(4) == 0 {
-			e.Value = ""
-			e.ValueFrom = &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
-func (g *generator) envFrom() []corev1.EnvFromSource {
-	var out []corev1.EnvFromSource
-	for n := g.next(3); n > 0; n-- {
-		e := configMapEnv(g.name("cm"), g.name("P")[:g.next(2)*2])
-		if g.next(3) == 0 {
-			e.ConfigMapRef.Optional = ptr.To(true)
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
-func (g *generator) volumes() []corev1.Volume {
-	var out []corev1.Volume
-	for n := g.next(3); n > 0; n-- {
-		v := emptyDir(g.name("vol"))
-		if g.next(3) == 0 {
-			v.VolumeSource = corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s"}}
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
-func (g *generator) mounts() []corev1.VolumeMount {
-	var out []corev1.VolumeMount
-	for n := g.next(3); n > 0; n-- {
-		out = append(out, corev1.VolumeMount{Name: g.name("vol"), MountPath: "/" + g.name("p"), ReadOnly: g.next(4) == 0})
-	}
-	return out
-}
-
-// policy is a conflict policy, unset as often as any other.
-func (g *generator) policy() settingsv1alpha1.ConflictPolicy {
-	return []settingsv1alpha1.ConflictPolicy{"",
-		settingsv1alpha1.ConflictPolicySkipAll, settingsv1alpha1.ConflictPolicyPodWins,
-		settingsv1alpha1.ConflictPolicyPresetWins, settingsv1alpha1.ConflictPolicyReject}[g.next(5)]
-}
-
-// mode is a preset's mode, unset as often as all the others.
-func (g *generator) mode() settingsv1alpha1.Mode {
-	return []settingsv1alpha1.Mode{"", "", "",
-		settingsv1alpha1.ModeEnforce, settingsv1alpha1.ModeWarn, settingsv1alpha1.ModeAudit}[g.next(6)]
-}
-
-// containerSelector is unset half the time, or names some of the names
-// prefix gives containers, picking or leaving them out.
-func (g *generator) containerSelector(prefix string) *settingsv1alpha1.ContainerSelector {
-	if g.next(2) == 0 {
-		return nil
-	}
-	s := &settingsv1alpha1.ContainerSelector{Exclude: g.next(2) == 0}
-	for n := g.next(3); n > 0; n-- {
-		s.Names = append(s.Names, g.name(prefix))
-	}
-	return s
-}
-
-func (g *generator) pod() *corev1.Pod {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "fuzz", Namespace: testNamespace, Labels: map[string]string{"app": g.name("a")}}}
-	pod.Spec.Volumes = g.volumes()
-	for n := g.next(3); n > 0; n-- {
-		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: g.name("init"), Env: g.env(), EnvFrom: g.envFrom(), VolumeMounts: g.mounts()})
-	}
-	for n := 1 + g.next(3); n > 0; n-- {
-		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: g.name("c"), Env: g.env(), EnvFrom: g.envFrom(), VolumeMounts: g.mounts()})
-	}
-	// Secret volumes as kube-apiserver stores them.
-	for i := range pod.Spec.Volumes {
-		if s := pod.Spec.Volumes[i].Secret; s != nil {
-			s.DefaultMode = ptr.To[int32](0o644)
-		}
-	}
-	return pod
-}
-
-func (g *generator) presets() []runtime.Object {
-	var out []runtime.Object
-	for n := g.next(4); n > 0; n-- {
-		spec := settingsv1alpha1.PodPresetSpec{Env: g.env(), EnvFrom: g.envFrom(), Volumes: g.volumes(), VolumeMounts: g.mounts(),
-			ConflictPolicy: g.policy(), Containers: g.containerSelector("c"), InitContainers: g.containerSelector("init"), Mode: g.mode()}
-		selector := metav1.LabelSelector{}
-		if g.next(2) == 0 {
-			selector.MatchLabels = map[string]string{"app": g.name("a")}
-		}
-		if g.next(3) == 0 {
-			out = append(out, clusterPodPreset(g.name("cluster"), everything, selector, spec))
-		} else {
-			out = append(out, podPreset(g.name("preset"), selector, spec))
-		}
-	}
-	return out
-}
 
 // FuzzAdmit checks the plugin's promises on random pods and presets,
 // against a model of the rules worked out from the generated objects
@@ -174,9 +46,9 @@ func FuzzAdmit(f *testing.F) {
 	f.Add([]byte("the same names again and again and again"))
 	f.Add([]byte{3, 2, 2, 1, 0, 0, 2, 1, 1, 2, 0, 1, 2, 2, 0, 1, 1, 1, 0, 0, 2, 2, 1, 0, 2, 1, 1, 0, 2, 2, 2, 1, 0, 1, 0, 0, 1, 2})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		g := &generator{data: data}
-		presets := g.presets()
-		original := g.pod()
+		g := &fuzzobjects.PodPresets{Source: fuzzobjects.NewSource(data), Namespace: testNamespace}
+		presets := g.Presets()
+		original := g.Pod()
 		p, _ := newTestPlugin(t, presets...)
 		selecting := selectingEnforced(presets, original)
 

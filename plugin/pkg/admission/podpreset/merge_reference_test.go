@@ -27,6 +27,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/fuzzobjects"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/scalebench"
 )
 
@@ -212,15 +213,15 @@ func (r *refMerge[T]) conflictWith(p *preset, key listKey[T], item *T, j int) co
 
 // genPresets makes presets over the generator's small alphabets, so that
 // items collide within a preset, across presets and with the pod's.
-func (g *generator) genPresets() []*preset {
+func genPresets(g *fuzzobjects.PodPresets) []*preset {
 	var out []*preset
-	for n := g.next(5); n > 0; n-- {
+	for n := g.Next(5); n > 0; n-- {
 		kind := podPresetKind
-		if g.next(3) == 0 {
+		if g.Next(3) == 0 {
 			kind = clusterPodPresetKind
 		}
-		out = append(out, &preset{kind: kind, name: g.name("p"), spec: settingsv1alpha1.PodPresetSpec{
-			Env: g.env(), EnvFrom: g.envFrom(), Volumes: g.volumes(), VolumeMounts: g.mounts(), ConflictPolicy: g.policy(),
+		out = append(out, &preset{kind: kind, name: g.Name("p"), spec: settingsv1alpha1.PodPresetSpec{
+			Env: g.Env(), EnvFrom: g.EnvFrom(), Volumes: g.Volumes(), VolumeMounts: g.Mounts(), ConflictPolicy: g.Policy(),
 		}})
 	}
 	return out
@@ -265,15 +266,15 @@ func checkAgainstReference(t *testing.T, data []byte) { checkMerges(t, data, 0) 
 // are shorter than linearSearchMax, so padding by linearSearchMax runs the
 // same collisions through the indexed search.
 func checkMerges(t *testing.T, data []byte, pad int) {
-	g := &generator{data: data}
-	env, envFrom, volumes, mounts := g.env(), g.envFrom(), g.volumes(), g.mounts()
+	g := &fuzzobjects.PodPresets{Source: fuzzobjects.NewSource(data)}
+	env, envFrom, volumes, mounts := g.Env(), g.EnvFrom(), g.Volumes(), g.Mounts()
 	for i := range pad {
 		env = append([]corev1.EnvVar{{Name: fmt.Sprintf("PAD%d", i), Value: "v"}}, env...)
 		envFrom = append([]corev1.EnvFromSource{configMapEnv(fmt.Sprintf("pad%d", i), "")}, envFrom...)
 		volumes = append([]corev1.Volume{emptyDir(fmt.Sprintf("pad%d", i))}, volumes...)
 		mounts = append([]corev1.VolumeMount{{Name: fmt.Sprintf("pad%d", i), MountPath: fmt.Sprintf("/pad%d", i)}}, mounts...)
 	}
-	presets := g.genPresets()
+	presets := genPresets(g)
 	sameMerge(t, "env", env, presets, envList)
 	sameMerge(t, "envFrom", envFrom, presets, envFromList)
 	sameMerge(t, "volumes", volumes, presets, volumeList)

@@ -29,50 +29,39 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/fuzzobjects"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	mutationsv1alpha1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
 
-// bytesSource hands out small choices from fuzz input, then zeros.
-type bytesSource struct{ b []byte }
-
-func (s *bytesSource) next(n int) int {
-	if len(s.b) == 0 || n <= 0 {
-		return 0
-	}
-	v := int(s.b[0]) % n
-	s.b = s.b[1:]
-	return v
-}
-
 var fuzzNames = []string{"a", "b", "k", "name"}
 
-func fuzzLocation(s *bytesSource) string {
+func fuzzLocation(s *fuzzobjects.Source) string {
 	var nodes []path.Node
-	depth := 1 + s.next(4)
+	depth := 1 + s.Next(4)
 	for i := 0; i < depth; i++ {
-		nodes = append(nodes, path.Object{Reference: fuzzNames[s.next(len(fuzzNames))]})
-		switch s.next(4) {
+		nodes = append(nodes, path.Object{Reference: fuzzNames[s.Next(len(fuzzNames))]})
+		switch s.Next(4) {
 		case 0:
-			nodes = append(nodes, path.List{KeyField: fuzzNames[s.next(2)+2], Glob: true})
+			nodes = append(nodes, path.List{KeyField: fuzzNames[s.Next(2)+2], Glob: true})
 		case 1:
 			var v any = "x"
-			if s.next(2) == 0 {
+			if s.Next(2) == 0 {
 				v = int64(1)
 			}
-			nodes = append(nodes, path.List{KeyField: fuzzNames[s.next(2)+2], KeyValue: v})
+			nodes = append(nodes, path.List{KeyField: fuzzNames[s.Next(2)+2], KeyValue: v})
 		}
 	}
 	return path.Path{Nodes: nodes}.String()
 }
 
-func fuzzValue(s *bytesSource, depth int) any {
-	switch s.next(6) {
+func fuzzValue(s *fuzzobjects.Source, depth int) any {
+	switch s.Next(6) {
 	case 0:
 		return "x"
 	case 1:
-		return int64(s.next(3))
+		return int64(s.Next(3))
 	case 2:
 		return nil
 	case 3:
@@ -80,7 +69,7 @@ func fuzzValue(s *bytesSource, depth int) any {
 			return true
 		}
 		l := []any{} // as JSON decodes []: a mutator's values only come from JSON
-		for i := s.next(3); i > 0; i-- {
+		for i := s.Next(3); i > 0; i-- {
 			l = append(l, fuzzValue(s, depth+1))
 		}
 		return l
@@ -89,8 +78,8 @@ func fuzzValue(s *bytesSource, depth int) any {
 			return 1.5
 		}
 		m := map[string]any{}
-		for i := s.next(4); i > 0; i-- {
-			m[fuzzNames[s.next(len(fuzzNames))]] = fuzzValue(s, depth+1)
+		for i := s.Next(4); i > 0; i-- {
+			m[fuzzNames[s.Next(len(fuzzNames))]] = fuzzValue(s, depth+1)
 		}
 		return m
 	}
@@ -98,55 +87,24 @@ func fuzzValue(s *bytesSource, depth int) any {
 
 var fuzzApplyTo = []mutationsv1.ApplyTo{{Groups: []string{""}, Versions: []string{"v1"}, Kinds: []string{"Pod"}}}
 
-// fuzzPathTests gives loc, one time in three, a pathTest on one of its
-// prefixes, either condition.
-func fuzzPathTests(s *bytesSource, loc string) []mutationsv1.PathTest {
-	p, err := path.Parse(loc)
-	if err != nil || s.next(3) != 0 {
-		return nil
-	}
-	d := s.next(len(p.Nodes))
-	cond := mutationsv1.MustExist
-	if s.next(2) == 0 {
-		cond = mutationsv1.MustNotExist
-	}
-	return []mutationsv1.PathTest{{SubPath: path.Path{Nodes: p.Nodes[:d+1]}.String(), Condition: cond}}
-}
-
-func fuzzMutator(s *bytesSource, i int) *Mutator {
+func fuzzMutator(s *fuzzobjects.Source, i int) *Mutator {
 	meta := metav1.ObjectMeta{Name: "m" + string(rune('a'+i))}
 	loc := fuzzLocation(s)
-	tests := fuzzPathTests(s, loc)
+	tests := fuzzobjects.PathTests(s, loc)
 	var m *Mutator
-	switch s.next(4) {
+	switch s.Next(4) {
 	case 0:
 		m, _ = newAssign(&mutationsv1.Assign{ObjectMeta: meta, Spec: mutationsv1.AssignSpec{ApplyTo: fuzzApplyTo, Location: loc,
 			Parameters: mutationsv1.AssignParameters{PathTests: tests, Assign: mutationsv1.AssignField{Value: &mutationsv1.Value{Value: fuzzValue(s, 0)}}}}})
 	case 1:
-		m = fuzzModifySet(s, meta, fuzzApplyTo, loc, tests, func() any { return fuzzValue(s, 1) })
+		m, _ = newModifySet(fuzzobjects.ModifySet(s, meta, fuzzApplyTo, loc, tests, func() any { return fuzzValue(s, 1) }))
 	case 2:
 		m, _ = newAssignImage(&mutationsv1alpha1.AssignImage{ObjectMeta: meta, Spec: mutationsv1.AssignImageSpec{ApplyTo: fuzzApplyTo, Location: loc,
-			Parameters: mutationsv1.AssignImageParameters{PathTests: tests, AssignDomain: []string{"", "r.io"}[s.next(2)], AssignTag: ":v1"}}})
+			Parameters: mutationsv1.AssignImageParameters{PathTests: tests, AssignDomain: []string{"", "r.io"}[s.Next(2)], AssignTag: ":v1"}}})
 	default:
-		m, _ = newAssignMetadata(&mutationsv1.AssignMetadata{ObjectMeta: meta, Spec: mutationsv1.AssignMetadataSpec{Location: "metadata.labels." + fuzzNames[s.next(len(fuzzNames))],
+		m, _ = newAssignMetadata(&mutationsv1.AssignMetadata{ObjectMeta: meta, Spec: mutationsv1.AssignMetadataSpec{Location: "metadata.labels." + fuzzNames[s.Next(len(fuzzNames))],
 			Parameters: mutationsv1.MetadataParameters{Assign: mutationsv1.AssignField{Value: &mutationsv1.Value{Value: "v"}}}}})
 	}
-	return m
-}
-
-// fuzzModifySet builds a ModifySet of one to three values from value,
-// merging or pruning as s says.
-func fuzzModifySet(s *bytesSource, meta metav1.ObjectMeta, applyTo []mutationsv1.ApplyTo, loc string, tests []mutationsv1.PathTest, value func() any) *Mutator {
-	var vals []mutationsv1.Value
-	for j := s.next(3); j >= 0; j-- {
-		vals = append(vals, mutationsv1.Value{Value: value()})
-	}
-	op := mutationsv1.OperationMerge
-	if s.next(2) == 0 {
-		op = mutationsv1.OperationPrune
-	}
-	m, _ := newModifySet(&mutationsv1.ModifySet{ObjectMeta: meta, Spec: mutationsv1.ModifySetSpec{ApplyTo: applyTo, Location: loc,
-		Parameters: mutationsv1.ModifySetParameters{PathTests: tests, Operation: op, Values: mutationsv1.Values{FromList: vals}}}})
 	return m
 }
 
@@ -184,9 +142,9 @@ func FuzzSystem(f *testing.F) {
 	})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		inputs.Add(1)
-		s := &bytesSource{b: data}
+		s := fuzzobjects.NewSource(data)
 		var ms []*Mutator
-		for i := s.next(6); i >= 0; i-- {
+		for i := s.Next(6); i >= 0; i-- {
 			if m := fuzzMutator(s, i); m != nil {
 				ms = append(ms, m)
 			}

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -33,311 +32,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/fuzzobjects"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	mutationsv1alpha1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
 
 // On a typed object the walker must do what it does on the object's
-// unstructured form decoded back after every mutator (decodedEachTime).
-// The generators below build mutators from the names of real Pod and
-// Deployment fields (and a few wrong ones), so that most of them fit the
-// types, while the rest exercise fields the type lacks and values it
-// cannot hold.
-
-var (
-	deployGVK    = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-	typedApplyTo = []mutationsv1.ApplyTo{
-		{Groups: []string{""}, Versions: []string{"v1"}, Kinds: []string{"Pod"}},
-		{Groups: []string{"apps"}, Versions: []string{"v1"}, Kinds: []string{"Deployment"}},
-	}
-	// fields that hold objects, lists of objects, and values, with the key
-	// fields the lists are selected by.
-	typedObjects    = []string{"securityContext", "resources", "dnsConfig", "affinity", "metadata", "template", "spec", "bogus"}
-	typedLists      = []string{"containers", "initContainers", "env", "ports", "volumes", "tolerations", "args", "imagePullSecrets"}
-	typedKeys       = []string{"name", "containerPort", "key", "name", "protocol"}
-	typedKeyValues  = []any{"app", "proxy", "sidecar", "A", int64(80), int64(8080), "80", int64(1) << 40, ""}
-	typedLeaves     = []string{"image", "imagePullPolicy", "args", "command", "value", "name", "runAsNonRoot", "runAsUser", "allowPrivilegeEscalation", "terminationGracePeriodSeconds", "hostname", "nodeSelector", "replicas", "protocol", "containerPort", "workingDir", "limits", "priority", "labels", "paused", "bogus"}
-	typedLabelNames = []string{"app", "owner", "tier"}
-)
-
-// typedLocation mostly follows the fields of the object's Go type, so that
-// the location fits; one time in twelve it takes a name from the lists
-// above instead.
-func typedLocation(s *bytesSource, deploy bool) (string, reflect.Type) {
-	var nodes []path.Node
-	t := reflect.TypeOf(corev1.Pod{})
-	if deploy {
-		t = reflect.TypeOf(appsv1.Deployment{})
-	}
-	for depth := 0; depth < 8; depth++ {
-		for t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct {
-			key := typedKeys[s.next(len(typedKeys))]
-			var kv any = typedKeyValues[s.next(len(typedKeyValues))]
-			if _, ok := t.Elem().FieldByName("Name"); ok && s.next(3) != 0 {
-				key = "name"
-				kv = []string{"app", "proxy", "sidecar", "A", "http"}[s.next(5)]
-			}
-			if s.next(3) == 0 {
-				nodes = append(nodes, path.List{KeyField: key, Glob: true})
-			} else {
-				nodes = append(nodes, path.List{KeyField: key, KeyValue: kv})
-			}
-			t = t.Elem()
-			continue
-		}
-		if t.Kind() != reflect.Struct || (depth > 0 && s.next(5) == 1) {
-			break
-		}
-		var names []string
-		var types []reflect.Type
-		for i := 0; i < t.NumField(); i++ {
-			n, _, _, inline := jsonTag(t.Field(i))
-			if inline || n == "-" || n == "status" {
-				continue
-			}
-			if depth == 0 && n == "metadata" {
-				continue
-			}
-			names = append(names, n)
-			types = append(types, t.Field(i).Type)
-		}
-		if len(names) == 0 || s.next(12) == 1 {
-			names = slices.Concat(typedLeaves, typedObjects, typedLists)
-			nodes = append(nodes, path.Object{Reference: names[s.next(len(names))]})
-			t = reflect.TypeOf(any(nil))
-			break
-		}
-		// Favour the fields the tests care about.
-		i := s.next(len(names))
-		for j, n := range names {
-			if s.next(3) == 0 && strings.Contains("spec template containers initContainers image imagePullPolicy args command env value securityContext runAsNonRoot allowPrivilegeEscalation terminationGracePeriodSeconds nodeSelector labels annotations ports protocol replicas", n) {
-				i = j
-				break
-			}
-		}
-		nodes = append(nodes, path.Object{Reference: names[i]})
-		t = types[i]
-		if t.Kind() == reflect.Map {
-			if s.next(2) == 0 {
-				nodes = append(nodes, path.Object{Reference: typedLabelNames[s.next(len(typedLabelNames))]})
-				t = t.Elem()
-			}
-			break
-		}
-	}
-	if len(nodes) == 0 {
-		nodes = append(nodes, path.Object{Reference: "spec"})
-	}
-	return path.Path{Nodes: nodes}.String(), t
-}
-
-// fittingValue is a value for a field of type t, or a random one.
-func fittingValue(s *bytesSource, t reflect.Type) any {
-	if t == nil || s.next(4) == 1 {
-		return typedValue(s, 0)
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return []string{"Always", "x", "nginx:1", "TCP", ""}[s.next(5)]
-	case reflect.Bool:
-		return s.next(2) == 0
-	case reflect.Int32, reflect.Int64, reflect.Int:
-		return []any{int64(30), int64(0), int64(80), int64(1) << 40, 2.0}[s.next(5)]
-	case reflect.Slice:
-		if t.Elem().Kind() == reflect.String {
-			return []any{"a", "--v=2"}[:s.next(3)]
-		}
-		if t.Elem().Kind() == reflect.Struct {
-			return []any{map[string]any{"name": "x"}}[:s.next(2)]
-		}
-	case reflect.Map:
-		return map[string]any{"app": "x"}
-	case reflect.Struct:
-		m := map[string]any{}
-		for i := s.next(3); i > 0; i-- {
-			f := t.Field(s.next(t.NumField()))
-			n, _, _, _ := jsonTag(f)
-			m[n] = fittingValue(s, f.Type)
-		}
-		return m
-	}
-	return typedValue(s, 1)
-}
-
-func typedValue(s *bytesSource, depth int) any {
-	switch s.next(10) {
-	case 0, 1:
-		return []string{"Always", "IfNotPresent", "x", "", "nginx:1", "TCP"}[s.next(6)]
-	case 2:
-		return []any{int64(0), int64(30), int64(80), int64(1) << 40, 1.5, int64(-1)}[s.next(6)]
-	case 3:
-		return s.next(2) == 0
-	case 4:
-		return nil
-	case 5, 6:
-		if depth > 1 {
-			return "x"
-		}
-		var l []any
-		for i := s.next(3); i > 0; i-- {
-			l = append(l, typedValue(s, depth+1))
-		}
-		return l
-	default:
-		if depth > 1 {
-			return int64(1)
-		}
-		m := map[string]any{}
-		for i := s.next(3); i > 0; i-- {
-			m[typedLeaves[s.next(len(typedLeaves))]] = typedValue(s, depth+1)
-		}
-		return m
-	}
-}
-
-// typedMutator builds a mutator; one time in three it reuses the previous
-// location, so that mutators meet (and sometimes fight) on one field.
-func typedMutator(s *bytesSource, i int, deploy bool, prev *[2]any) *Mutator {
-	meta := metav1.ObjectMeta{Name: "m" + string(rune('a'+i))}
-	loc, leaf := typedLocation(s, deploy)
-	if prev[0] != nil && s.next(3) == 1 {
-		loc = prev[0].(string)
-		leaf, _ = prev[1].(reflect.Type)
-	}
-	prev[0], prev[1] = loc, leaf
-	tests := fuzzPathTests(s, loc)
-	var m *Mutator
-	switch s.next(6) {
-	case 0, 1:
-		field := mutationsv1.AssignField{Value: &mutationsv1.Value{Value: fittingValue(s, leaf)}}
-		if s.next(4) == 1 {
-			field = mutationsv1.AssignField{FromMetadata: &mutationsv1.FromMetadata{Field: []string{"name", "namespace"}[s.next(2)]}}
-		}
-		m, _ = newAssign(&mutationsv1.Assign{ObjectMeta: meta, Spec: mutationsv1.AssignSpec{ApplyTo: typedApplyTo, Location: loc,
-			Parameters: mutationsv1.AssignParameters{PathTests: tests, Assign: field}}})
-	case 2:
-		m = fuzzModifySet(s, meta, typedApplyTo, loc, tests, func() any {
-			v := any([]string{"--v=2", "-x", "a", ""}[s.next(4)])
-			if s.next(8) == 0 {
-				v = typedValue(s, 1)
-			}
-			return v
-		})
-	case 3:
-		m, _ = newAssignImage(&mutationsv1alpha1.AssignImage{ObjectMeta: meta, Spec: mutationsv1.AssignImageSpec{ApplyTo: typedApplyTo, Location: loc,
-			Parameters: mutationsv1.AssignImageParameters{PathTests: tests, AssignDomain: []string{"", "r.io"}[s.next(2)], AssignTag: []string{":v1", ""}[s.next(2)], AssignPath: []string{"", "lib/app"}[s.next(2)]}}})
-	default:
-		var field mutationsv1.AssignField
-		if s.next(3) == 0 {
-			field = mutationsv1.AssignField{FromMetadata: &mutationsv1.FromMetadata{Field: []string{"name", "namespace"}[s.next(2)]}}
-		} else {
-			field = mutationsv1.AssignField{Value: &mutationsv1.Value{Value: []string{"v", "", "platform"}[s.next(3)]}}
-		}
-		m, _ = newAssignMetadata(&mutationsv1.AssignMetadata{ObjectMeta: meta, Spec: mutationsv1.AssignMetadataSpec{
-			Location:   "metadata." + []string{"labels", "annotations"}[s.next(2)] + "." + typedLabelNames[s.next(len(typedLabelNames))],
-			Parameters: mutationsv1.MetadataParameters{Assign: field}}})
-	}
-	return m
-}
-
-func typedContainer(s *bytesSource) corev1.Container {
-	c := corev1.Container{Name: []string{"app", "proxy", "sidecar", ""}[s.next(4)]}
-	if s.next(2) == 0 {
-		c.Image = []string{"nginx:1.27", "docker.io/fluent/fluent-bit:3", "r.io/lib/app:v1", "envoy"}[s.next(4)]
-	}
-	if s.next(3) == 0 {
-		c.ImagePullPolicy = corev1.PullIfNotPresent
-	}
-	switch s.next(4) {
-	case 0:
-		c.Args = []string{"--v=2", "-x"}[:s.next(3)]
-	case 1:
-		c.Args = []string{}
-	}
-	for i := s.next(3); i > 0; i-- {
-		e := corev1.EnvVar{Name: []string{"A", "B", "app"}[s.next(3)]}
-		if s.next(2) == 0 {
-			e.Value = "v"
-		}
-		c.Env = append(c.Env, e)
-	}
-	for i := s.next(3); i > 0; i-- {
-		c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: []int32{80, 8080, 0}[s.next(3)], Name: []string{"", "http"}[s.next(2)]})
-	}
-	if s.next(3) == 0 {
-		c.SecurityContext = &corev1.SecurityContext{}
-		if s.next(2) == 0 {
-			f := false
-			c.SecurityContext.AllowPrivilegeEscalation = &f
-		}
-	}
-	return c
-}
-
-func typedPodSpec(s *bytesSource) corev1.PodSpec {
-	var spec corev1.PodSpec
-	for i := s.next(4); i > 0; i-- {
-		spec.Containers = append(spec.Containers, typedContainer(s))
-	}
-	if s.next(3) == 0 {
-		spec.InitContainers = []corev1.Container{typedContainer(s)}
-	}
-	if s.next(3) == 0 {
-		spec.SecurityContext = &corev1.PodSecurityContext{}
-		if s.next(2) == 0 {
-			t := true
-			spec.SecurityContext.RunAsNonRoot = &t
-		}
-	}
-	if s.next(3) == 0 {
-		g := int64(s.next(3) * 15)
-		spec.TerminationGracePeriodSeconds = &g
-	}
-	if s.next(4) == 0 {
-		spec.NodeSelector = map[string]string{"app": "x"}
-	}
-	if s.next(4) == 0 {
-		spec.Hostname = "h"
-	}
-	return spec
-}
-
-func typedMeta(s *bytesSource) metav1.ObjectMeta {
-	om := metav1.ObjectMeta{Name: []string{"web", ""}[s.next(2)], Namespace: "default"}
-	if om.Name == "" {
-		om.GenerateName = "web-"
-	}
-	if s.next(2) == 0 {
-		om.Labels = map[string]string{"app": "web"}
-	}
-	if s.next(3) == 0 {
-		om.Annotations = map[string]string{"owner": ""}
-	}
-	return om
-}
-
-// typedObject builds a Pod or a Deployment.
-func typedObjectFrom(s *bytesSource) (runtime.Object, schema.GroupVersionKind) {
-	if s.next(3) == 0 {
-		d := &appsv1.Deployment{ObjectMeta: typedMeta(s)}
-		if s.next(2) == 0 {
-			r := int32(s.next(3))
-			d.Spec.Replicas = &r
-		}
-		d.Spec.Template.ObjectMeta = typedMeta(s)
-		d.Spec.Template.Spec = typedPodSpec(s)
-		return d, deployGVK
-	}
-	return &corev1.Pod{ObjectMeta: typedMeta(s), Spec: typedPodSpec(s)}, schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
-}
+// unstructured form decoded back after every mutator (decodedEachTime),
+// for the pods, deployments and mutators of package fuzzobjects.
 
 func typedTarget(obj runtime.Object, gvk schema.GroupVersionKind) *match.Target {
 	a := obj.(metav1.Object)
@@ -441,13 +144,17 @@ func checkTypedEquivalence(t testing.TB, cands []*Mutator, orig runtime.Object, 
 }
 
 func typedCase(data []byte) ([]*Mutator, runtime.Object, schema.GroupVersionKind, bool) {
-	s := &bytesSource{b: data}
-	obj, gvk := typedObjectFrom(s)
-	deploy := gvk == deployGVK
+	s := fuzzobjects.NewSource(data)
+	obj := fuzzobjects.TypedObject(s)
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	_, deploy := obj.(*appsv1.Deployment)
+	if deploy {
+		gvk = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	}
+	g := &fuzzobjects.Mutators{Source: s, Deployment: deploy}
 	var ms []*Mutator
-	var prev [2]any
-	for i := s.next(6); i >= 0; i-- {
-		if m := typedMutator(s, i, deploy, &prev); m != nil {
+	for i := s.Next(6); i >= 0; i-- {
+		if m := compile(g.Mutator(i)); m != nil {
 			ms = append(ms, m)
 		}
 	}
@@ -456,6 +163,23 @@ func typedCase(data []byte) ([]*Mutator, runtime.Object, schema.GroupVersionKind
 		return nil, nil, gvk, false
 	}
 	return sys.Candidates(gvk, OperationCreate), obj, gvk, true
+}
+
+// compile is the mutator of a manifest fuzzobjects made, or nil where
+// the manifest is one the server refuses.
+func compile(manifest any) *Mutator {
+	var m *Mutator
+	switch o := manifest.(type) {
+	case *mutationsv1.Assign:
+		m, _ = newAssign(o)
+	case *mutationsv1.ModifySet:
+		m, _ = newModifySet(o)
+	case *mutationsv1alpha1.AssignImage:
+		m, _ = newAssignImage(o)
+	case *mutationsv1.AssignMetadata:
+		m, _ = newAssignMetadata(o)
+	}
+	return m
 }
 
 func describeCase(cands []*Mutator) string {

@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/fuzzobjects"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 )
 
@@ -33,7 +34,7 @@ import (
 // apart or not: one number in several Go types (80, 80.0, float32, uint64),
 // -0, NaN, infinities, integers past 2^53 and 2^63, null against an empty
 // or nil object or list, and types that are not JSON at all.
-func keyValue(s *bytesSource, depth int) any {
+func keyValue(s *fuzzobjects.Source, depth int) any {
 	numbers := []any{
 		int64(0), 0.0, math.Copysign(0, -1), int64(1), 1, int32(1), uint8(1), 1.0, float32(1), uint64(1),
 		1.5, float32(1.5), math.NaN(), math.Inf(1), math.Inf(-1),
@@ -41,19 +42,19 @@ func keyValue(s *bytesSource, depth int) any {
 		int64(math.MaxInt64), int64(math.MinInt64), float64(math.MaxInt64), float64(math.MinInt64),
 		uint64(math.MaxUint64), uint64(1 << 63), float64(1 << 64), uint(1 << 63),
 	}
-	switch s.next(9) {
+	switch s.Next(9) {
 	case 0:
-		return []string{"", "x", "y", "1"}[s.next(4)]
+		return []string{"", "x", "y", "1"}[s.Next(4)]
 	case 1, 2:
-		return numbers[s.next(len(numbers))]
+		return numbers[s.Next(len(numbers))]
 	case 3:
-		return []any{nil, true, false, []any(nil), map[string]any(nil), []string{"x"}, struct{}{}}[s.next(7)]
+		return []any{nil, true, false, []any(nil), map[string]any(nil), []string{"x"}, struct{}{}}[s.Next(7)]
 	case 4, 5:
 		if depth > 2 {
 			return "x"
 		}
 		l := []any{}
-		for i := s.next(3); i > 0; i-- {
+		for i := s.Next(3); i > 0; i-- {
 			l = append(l, keyValue(s, depth+1))
 		}
 		return l
@@ -62,8 +63,8 @@ func keyValue(s *bytesSource, depth int) any {
 			return int64(2)
 		}
 		m := map[string]any{}
-		for i := s.next(3); i > 0; i-- {
-			m[fuzzNames[s.next(len(fuzzNames))]] = keyValue(s, depth+1)
+		for i := s.Next(3); i > 0; i-- {
+			m[fuzzNames[s.Next(len(fuzzNames))]] = keyValue(s, depth+1)
 		}
 		return m
 	}
@@ -135,20 +136,20 @@ func referenceModifySet(m *Mutator, cur any, exists bool) (any, bool) {
 }
 
 func checkKeysAndModifySet(t *testing.T, data []byte) {
-	s := &bytesSource{b: data}
+	s := fuzzobjects.NewSource(data)
 	a, b := keyValue(s, 0), keyValue(s, 0)
 	sameKeyAsEqual(t, a, b)
 	sameKeyAsEqual(t, a, deepCopyJSON(a))
 
 	var values []mutationsv1.Value
-	for i := s.next(5); i > 0; i-- {
+	for i := s.Next(5); i > 0; i-- {
 		values = append(values, mutationsv1.Value{Value: keyValue(s, 1)})
 	}
 	var list []any
-	for i := s.next(6); i > 0; i-- {
+	for i := s.Next(6); i > 0; i-- {
 		list = append(list, keyValue(s, 1))
 	}
-	exists := s.next(4) != 0
+	exists := s.Next(4) != 0
 	// The values once are searched one by one; repeated past
 	// linearMembersMax, through their keys. Repeating them changes no
 	// result.
