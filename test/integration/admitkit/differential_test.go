@@ -141,7 +141,7 @@ func sendDiffRequest(t *testing.T, h *host, req diffRequest) diffOutcome {
 	} else {
 		got, err = resource.Create(ctx, obj, metav1.CreateOptions{DryRun: dryRun})
 	}
-	out := diffOutcome{Warnings: warnings.texts}
+	out := diffOutcome{Warnings: warnings.all()}
 	if err != nil {
 		out.Refusal = refusalOf(t, req.name, err)
 		return out
@@ -181,13 +181,6 @@ func resourceOf(t *testing.T, cfg *rest.Config, req diffRequest) dynamic.Resourc
 		return client.Namespace(req.namespace)
 	}
 	return client.Namespace(diffNamespace)
-}
-
-// warningRecorder keeps every warning a response carries, in order.
-type warningRecorder struct{ texts []string }
-
-func (w *warningRecorder) HandleWarningHeader(code int, agent, text string) {
-	w.texts = append(w.texts, text)
 }
 
 // webhookDenial is how kube-apiserver words a refusal by a webhook before
