@@ -295,10 +295,14 @@ func setUpDiff(t *testing.T, h *host) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.kubectl(t, "", "delete", "assignmetadata", "diff-live") })
-	warnAssign := strings.Replace(liveAssign("diff-warn", diffNamespace, "Never"), "  name: diff-warn\n",
-		"  name: diff-warn\n  annotations: {"+mutation.ModeAnnotation+": Warn}\n", 1)
-	h.mustKubectl(t, warnAssign, "apply", "-f", "-")
-	t.Cleanup(func() { h.kubectl(t, "", "delete", "assign", "diff-warn") })
+	// In Warn mode, on a field no enforced mutator sets: a Warn-mode
+	// mutator whose change an enforced one overwrites is not reported.
+	warnMutator := framework.AnnotationMutator(t, "diff-warn", diffNamespace, "diff-warn", "yes")
+	warnMutator.SetAnnotations(map[string]string{mutation.ModeAnnotation: "Warn"})
+	if _, err := mutators.Resource(assignMetadataGVR).Create(ctx, warnMutator, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.kubectl(t, "", "delete", "assignmetadata", "diff-warn") })
 	waitForDiffSetUp(t, h)
 }
 
@@ -308,7 +312,7 @@ func waitForDiffSetUp(t *testing.T, h *host) {
 	t.Helper()
 	probe := withClusterLabel(podYAML(diffNamespace, "probe", "warn", ""))
 	waitForWarning(t, h, probe, `PodPreset "warn" is in Warn mode`)
-	waitForWarning(t, h, probe, `Assign "diff-warn" is in Warn mode`)
+	waitForWarning(t, h, probe, `AssignMetadata "diff-warn" is in Warn mode`)
 	framework.Poll(t, "the annotation mutator and the ClusterPodPreset", func() bool {
 		r := h.kubectl(t, probe, "create", "--dry-run=server", "-o", "json", "-f", "-")
 		if r.Err != nil {

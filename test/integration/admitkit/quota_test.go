@@ -57,10 +57,10 @@ func testObjectCountQuota(t *testing.T, h *host) {
 		used, ok := q.Status.Used[presetCount]
 		return err == nil && ok && used.IsZero()
 	})
-	if _, err := presets.Create(ctx, podPreset("first", map[string]string{"app": "web"}), metav1.CreateOptions{}); err != nil {
+	if _, err := presets.Create(ctx, podPreset("first", map[string]string{"app": "web"}, corev1.EnvVar{Name: "A", Value: "1"}), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("the first preset, within the quota: %v", err)
 	}
-	_, err := presets.Create(ctx, podPreset("second", map[string]string{"app": "web"}), metav1.CreateOptions{})
+	_, err := presets.Create(ctx, podPreset("second", map[string]string{"app": "web"}, corev1.EnvVar{Name: "A", Value: "1"}), metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota: one-preset") {
 		t.Fatalf("the second preset: %v, want it forbidden by the quota one-preset", err)
 	}
@@ -68,7 +68,7 @@ func testObjectCountQuota(t *testing.T, h *host) {
 		t.Fatal(err)
 	}
 	framework.Poll(t, "the quota to free the deleted preset's place", func() bool {
-		_, err := presets.Create(ctx, podPreset("second", map[string]string{"app": "web"}), metav1.CreateOptions{})
+		_, err := presets.Create(ctx, podPreset("second", map[string]string{"app": "web"}, corev1.EnvVar{Name: "A", Value: "1"}), metav1.CreateOptions{})
 		return err == nil
 	})
 }
