@@ -211,7 +211,10 @@ func refusalOf(t *testing.T, name string, err error) *diffRefusal {
 //     resourceVersions, which are each server's own;
 //   - gatekeeper.sh/mutation-id is a new UUID on every admission;
 //   - the ServiceAccount plugin names its token volume with a random
-//     suffix.
+//     suffix, and adds it (and its mounts) after PodPreset's in-process but
+//     before PodPreset's webhook on a stock server, which calls webhooks
+//     after its own plugins (README, "What differs from in-process"): the
+//     token's entries are compared last in their lists.
 func normalizeObject(obj map[string]any) map[string]any {
 	obj = (&unstructured.Unstructured{Object: obj}).DeepCopy().Object
 	for _, field := range []string{"uid", "resourceVersion", "creationTimestamp", "managedFields"} {
@@ -234,28 +237,40 @@ func normalizeObject(obj map[string]any) map[string]any {
 var tokenVolume = regexp.MustCompile(`^kube-api-access-[a-z0-9]{5}$`)
 
 // renameTokenVolume drops the random suffix of the token volume's name in
-// a pod's volumes and in its containers' volumeMounts.
+// a pod's volumes and in its containers' volumeMounts, and moves those
+// entries to the end of their lists.
 func renameTokenVolume(obj map[string]any) {
 	spec, ok := obj["spec"].(map[string]any)
 	if !ok {
 		return
 	}
-	rename := func(items any) {
+	tokenLast := func(items any) any {
 		list, _ := items.([]any)
+		var others, tokens []any
 		for _, item := range list {
-			if m, ok := item.(map[string]any); ok {
-				if name, _ := m["name"].(string); tokenVolume.MatchString(name) {
-					m["name"] = "kube-api-access-*"
-				}
+			m, ok := item.(map[string]any)
+			if name, _ := m["name"].(string); ok && tokenVolume.MatchString(name) {
+				m["name"] = "kube-api-access-*"
+				tokens = append(tokens, item)
+				continue
 			}
+			others = append(others, item)
 		}
+		if list == nil {
+			return items
+		}
+		return append(others, tokens...)
 	}
-	rename(spec["volumes"])
+	if _, ok := spec["volumes"]; ok {
+		spec["volumes"] = tokenLast(spec["volumes"])
+	}
 	for _, key := range []string{"initContainers", "containers"} {
 		containers, _ := spec[key].([]any)
 		for _, c := range containers {
 			if m, ok := c.(map[string]any); ok {
-				rename(m["volumeMounts"])
+				if _, ok := m["volumeMounts"]; ok {
+					m["volumeMounts"] = tokenLast(m["volumeMounts"])
+				}
 			}
 		}
 	}

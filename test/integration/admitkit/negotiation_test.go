@@ -78,8 +78,15 @@ func testNegotiatedRequests(t *testing.T, h *host, ns string) {
 		{name: "cluster list, protobuf first", method: http.MethodGet, path: "/clusterpodpresets", accept: protobufFirst, wantStatus: http.StatusOK, wantType: runtime.ContentTypeJSON},
 		{name: "get, protobuf only", method: http.MethodGet, path: "/namespaces/" + ns + "/podpresets/db", accept: protobuf, wantStatus: http.StatusNotAcceptable},
 		{name: "create, JSON body, protobuf first", method: http.MethodPost, path: "/namespaces/" + ns + "/podpresets", accept: protobufFirst, contentType: runtime.ContentTypeJSON, body: presetJSON, wantStatus: http.StatusCreated, wantType: runtime.ContentTypeJSON},
-		{name: "create, protobuf body", method: http.MethodPost, path: "/namespaces/" + ns + "/podpresets", accept: protobufFirst, contentType: protobuf, body: "\x6b\x38\x73\x00", wantStatus: http.StatusUnsupportedMediaType},
 	} {
+		t.Run(tc.name, func(t *testing.T) { checkNegotiation(t, h, httpClient, tc) })
+	}
+	// A protobuf body: no client sends one for these types, which have no
+	// protobuf form. The registry answers 415; on a stock server the CRD
+	// handler is upstream's own, which on 1.37.2 resets the stream instead
+	// (README, "What differs from in-process").
+	if h == inProcess() {
+		tc := negotiation{name: "create, protobuf body", method: http.MethodPost, path: "/namespaces/" + ns + "/podpresets", accept: protobufFirst, contentType: protobuf, body: "\x6b\x38\x73\x00", wantStatus: http.StatusUnsupportedMediaType}
 		t.Run(tc.name, func(t *testing.T) { checkNegotiation(t, h, httpClient, tc) })
 	}
 }
