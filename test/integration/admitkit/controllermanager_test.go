@@ -53,12 +53,25 @@ var controllersWithoutKubelets = []string{
 	names.TTLController,
 }
 
+// controllerManagerFlags are the flags of each host's kube-controller-manager
+// after --kubeconfig: no leader election and no serving (one per host, in
+// a test), and every controller it enables by default except
+// controllersWithoutKubelets, each under its own service account, as
+// kubeadm sets it up, so that RBAC is exercised as in a cluster.
+func controllerManagerFlags() []string {
+	return []string{
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--use-service-account-credentials=true",
+		"--controllers=*,-" + strings.Join(controllersWithoutKubelets, ",-"),
+	}
+}
+
 // startControllerManager runs Kubernetes' own kube-controller-manager in
-// this process against srv, as every cluster runs one beside its
-// apiservers, with every controller it enables by default except
-// controllersWithoutKubelets. Its controllers act under their own service
-// accounts, as kubeadm sets it up, so that RBAC is exercised as in a
-// cluster. It runs until ctx ends; the returned channel yields its exit.
+// this process against srv, the in-process host, as every cluster runs one
+// beside its apiservers, with controllerManagerFlags; the stock host runs
+// it as a process (startStockHost). It runs until ctx ends; the returned
+// channel yields its exit.
 func startControllerManager(ctx context.Context, srv *framework.Server) (<-chan error, error) {
 	kubeconfig, err := srv.Kubeconfig("kube-controller-manager", framework.AdminToken)
 	if err != nil {
@@ -84,13 +97,7 @@ func startControllerManager(ctx context.Context, srv *framework.Server) (<-chan 
 	for _, fs := range flagSets.FlagSets {
 		flags.AddFlagSet(fs)
 	}
-	if err := flags.Parse([]string{
-		"--kubeconfig=" + kubeconfig,
-		"--leader-elect=false",
-		"--secure-port=0",
-		"--use-service-account-credentials=true",
-		"--controllers=*,-" + strings.Join(controllersWithoutKubelets, ",-"),
-	}); err != nil {
+	if err := flags.Parse(append([]string{"--kubeconfig=" + kubeconfig}, controllerManagerFlags()...)); err != nil {
 		return nil, fmt.Errorf("kube-controller-manager flags: %w", err)
 	}
 	opts.ParsedFlags = &flagSets
@@ -110,12 +117,14 @@ func startControllerManager(ctx context.Context, srv *framework.Server) (<-chan 
 // ClusterPodPreset was applied to: kube-controller-manager's namespace
 // controller, which lists and deletes every namespaced resource through a
 // protobuf-first metadata client, empties it and removes it.
-func TestNamespaceDeletion(t *testing.T) {
+func TestNamespaceDeletion(t *testing.T) { onEachHost(t, testNamespaceDeletion) }
+
+func testNamespaceDeletion(t *testing.T, h *host) {
 	ctx := context.Background()
-	client := framework.KubeClient(t, server.AdminConfig())
-	settings := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1()
+	client := framework.KubeClient(t, h.server.AdminConfig())
+	settings := framework.SettingsClient(t, h.server.AdminConfig()).SettingsV1alpha1()
 	const ns = "kcm-delete-me"
-	framework.CreateNamespace(t, server.AdminConfig(), ns, map[string]string{"kcm-test": "delete"})
+	framework.CreateNamespace(t, h.server.AdminConfig(), ns, map[string]string{"kcm-test": "delete"})
 	if _, err := settings.PodPresets(ns).Create(ctx, podPreset("local", map[string]string{"app": "web"}, corev1.EnvVar{Name: "LOCAL", Value: "1"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +139,7 @@ func TestNamespaceDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = settings.ClusterPodPresets().Delete(ctx, cpp.Name, metav1.DeleteOptions{}) })
-	waitForPresets(t, ns, cpp.Name)
+	waitForPresets(t, h, ns, cpp.Name)
 	pod, err := client.CoreV1().Pods(ns).Create(ctx, framework.Pod("web", map[string]string{"app": "web"}, "app"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -156,12 +165,14 @@ func TestNamespaceDeletion(t *testing.T) {
 // and deletes the owners: kube-controller-manager's garbage collector,
 // which finds settings.k8s.io through discovery and watches it, deletes
 // both presets.
-func TestGarbageCollection(t *testing.T) {
+func TestGarbageCollection(t *testing.T) { onEachHost(t, testGarbageCollection) }
+
+func testGarbageCollection(t *testing.T, h *host) {
 	ctx := context.Background()
-	client := framework.KubeClient(t, server.AdminConfig())
-	settings := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1()
+	client := framework.KubeClient(t, h.server.AdminConfig())
+	settings := framework.SettingsClient(t, h.server.AdminConfig()).SettingsV1alpha1()
 	const ns = "kcm-gc"
-	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
+	framework.CreateNamespace(t, h.server.AdminConfig(), ns, nil)
 	owner, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -81,19 +81,21 @@ func TestKubectlTable(t *testing.T) {
 }
 
 // TestKubectlExplain needs the OpenAPI v3 models of settings.k8s.io.
-func TestKubectlExplain(t *testing.T) {
-	out := mustKubectl(t, "", "explain", "podpresets.spec").Stdout
+func TestKubectlExplain(t *testing.T) { onEachHost(t, testKubectlExplain) }
+
+func testKubectlExplain(t *testing.T, h *host) {
+	out := h.mustKubectl(t, "", "explain", "podpresets.spec").Stdout
 	for _, want := range []string{"GROUP:      settings.k8s.io", "KIND:       PodPreset", "VERSION:    v1alpha1", "selector", "env", "envFrom", "volumes", "volumeMounts"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kubectl explain podpresets.spec lacks %q:\n%s", want, out)
 		}
 	}
-	out = mustKubectl(t, "", "explain", "clusterpodpresets.spec.namespaceSelector").Stdout
+	out = h.mustKubectl(t, "", "explain", "clusterpodpresets.spec.namespaceSelector").Stdout
 	if !strings.Contains(out, "matchLabels") {
 		t.Errorf("kubectl explain clusterpodpresets.spec.namespaceSelector lacks matchLabels:\n%s", out)
 	}
 	// Fields below the preset resolve into core/v1 models.
-	out = mustKubectl(t, "", "explain", "podpresets.spec.env.valueFrom.secretKeyRef").Stdout
+	out = h.mustKubectl(t, "", "explain", "podpresets.spec.env.valueFrom.secretKeyRef").Stdout
 	if !strings.Contains(out, "optional") {
 		t.Errorf("kubectl explain podpresets.spec.env.valueFrom.secretKeyRef lacks optional:\n%s", out)
 	}
@@ -101,11 +103,13 @@ func TestKubectlExplain(t *testing.T) {
 
 // TestKubectlApply applies a preset, then a changed one: the change is
 // stored and the generation moves. Then the same with --server-side.
-func TestKubectlApply(t *testing.T) {
+func TestKubectlApply(t *testing.T) { onEachHost(t, testKubectlApply) }
+
+func testKubectlApply(t *testing.T, h *host) {
 	ctx := context.Background()
 	ns := "kubectl-apply"
-	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
-	presets := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1().PodPresets(ns)
+	framework.CreateNamespace(t, h.server.AdminConfig(), ns, nil)
+	presets := framework.SettingsClient(t, h.server.AdminConfig()).SettingsV1alpha1().PodPresets(ns)
 	manifest := func(value string) string {
 		return `apiVersion: settings.k8s.io/v1alpha1
 kind: PodPreset
@@ -129,7 +133,7 @@ spec:
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			args := append([]string{"apply", "-n", ns, "-f", "-"}, mode.args...)
-			out := mustKubectl(t, manifest("redis://one"), args...).Stdout
+			out := h.mustKubectl(t, manifest("redis://one"), args...).Stdout
 			if !strings.Contains(out, "podpreset.settings.k8s.io/cache") {
 				t.Errorf("kubectl apply printed %q", out)
 			}
@@ -141,7 +145,7 @@ spec:
 				t.Fatalf("env after the first apply %v", first.Spec.Env)
 			}
 
-			mustKubectl(t, manifest("redis://two"), args...)
+			h.mustKubectl(t, manifest("redis://two"), args...)
 			second, err := presets.Get(ctx, "cache", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -154,7 +158,7 @@ spec:
 			}
 
 			// Applying the same manifest again changes nothing.
-			mustKubectl(t, manifest("redis://two"), args...)
+			h.mustKubectl(t, manifest("redis://two"), args...)
 			third, err := presets.Get(ctx, "cache", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -179,12 +183,14 @@ spec:
 }
 
 // TestKubectlDiff runs kubectl diff, which is a server-side dry-run apply.
-func TestKubectlDiff(t *testing.T) {
+func TestKubectlDiff(t *testing.T) { onEachHost(t, testKubectlDiff) }
+
+func testKubectlDiff(t *testing.T, h *host) {
 	ns := "kubectl-diff"
-	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
-	mustKubectl(t, "", "apply", "-n", ns, "-f", testdata("podpreset.yaml"))
+	framework.CreateNamespace(t, h.server.AdminConfig(), ns, nil)
+	h.mustKubectl(t, "", "apply", "-n", ns, "-f", testdata("podpreset.yaml"))
 	changed := strings.Replace(mustRead(t, testdata("podpreset.yaml")), `"6379"`, `"6380"`, 1)
-	r := kubectl(t, changed, "diff", "-n", ns, "-f", "-")
+	r := h.kubectl(t, changed, "diff", "-n", ns, "-f", "-")
 	// kubectl diff exits 1 when there are differences.
 	if !strings.Contains(r.Stdout, `+    value: "6380"`) {
 		t.Errorf("kubectl diff output lacks the changed value (err %v):\n%s", r.Err, r.Stdout)

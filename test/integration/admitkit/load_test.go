@@ -169,7 +169,7 @@ func TestLoad(t *testing.T) {
 	framework.CreateNamespace(t, server.AdminConfig(), ns, map[string]string{"load": ns})
 	setUpLoadPresets(t, ns, framework.SettingsClient(t, server.AdminConfig()))
 	for i := 3; i < 5; i++ {
-		waitForPresets(t, ns, fmt.Sprintf("%s-%d", ns, i))
+		waitForPresets(t, inProcess(), ns, fmt.Sprintf("%s-%d", ns, i))
 	}
 
 	var next atomic.Int64

@@ -91,6 +91,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() {
+		if err := stock.controllers.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
 		stock.webhook.Kill()
 		if err := stock.server.Cleanup(); err != nil {
 			fmt.Fprintf(os.Stderr, "stopping the stock kube-apiserver: %v\n", err)
@@ -117,8 +120,8 @@ const webhookIdentity = "admitkit-webhook-1"
 
 // startStockHost starts upstream's own kube-apiserver with the server
 // configuration of the package, less what only the custom build serves,
-// and admitkit's webhook server beside it with the same plugin
-// configuration, installed from hack/manifests.
+// admitkit's webhook server beside it with the same plugin configuration,
+// installed from hack/manifests, and upstream's kube-controller-manager.
 func startStockHost() (*host, error) {
 	cfg := serverConfig()
 	cfg.AdmissionConfig, cfg.Files, cfg.Args = "", nil, nil
@@ -131,7 +134,13 @@ func startStockHost() (*host, error) {
 		srv.Cleanup()
 		return nil, err
 	}
-	return &host{name: "webhook", server: srv, pluginIdentity: webhookIdentity, webhook: webhook}, nil
+	controllers, err := framework.StartControllerManager(srv, controllerManagerFlags()...)
+	if err != nil {
+		webhook.Kill()
+		srv.Cleanup()
+		return nil, err
+	}
+	return &host{name: "webhook", server: srv, pluginIdentity: webhookIdentity, webhook: webhook, controllers: controllers}, nil
 }
 
 // webhookConfig is the webhook server of the stock host, with the plugin
@@ -266,6 +275,9 @@ type host struct {
 	pluginIdentity string
 	// webhook is admitkit's webhook server of a stock kube-apiserver.
 	webhook *framework.Webhook
+	// controllers is the stock kube-apiserver's kube-controller-manager;
+	// the in-process host runs its own in this process.
+	controllers *framework.ControllerManager
 }
 
 // identity is the name under which the host's plugins write status

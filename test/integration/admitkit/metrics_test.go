@@ -19,6 +19,7 @@ package admitkit
 import (
 	"context"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -46,7 +47,29 @@ func scrapeAdmitkit(t *testing.T, client kubernetes.Interface) map[string]float6
 	if err != nil {
 		t.Fatalf("reading /metrics: %v", err)
 	}
-	families, err := testutil.TextToMetricFamilies(strings.NewReader(string(raw)))
+	return admitkitSamples(t, string(raw))
+}
+
+// admitkitMetrics reads the admitkit samples of the host's plugins: from
+// kube-apiserver's /metrics in-process, from the webhook server's own
+// /metrics beside a stock kube-apiserver.
+func (h *host) admitkitMetrics(t *testing.T) map[string]float64 {
+	t.Helper()
+	if h.webhook == nil {
+		return scrapeAdmitkit(t, framework.KubeClient(t, h.server.AdminConfig()))
+	}
+	code, raw, err := h.webhook.Get("/metrics")
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("reading the webhook server's /metrics: %d, %v", code, err)
+	}
+	return admitkitSamples(t, raw)
+}
+
+// admitkitSamples parses metrics in the text format into the form
+// scrapeAdmitkit returns.
+func admitkitSamples(t *testing.T, raw string) map[string]float64 {
+	t.Helper()
+	families, err := testutil.TextToMetricFamilies(strings.NewReader(raw))
 	if err != nil {
 		t.Fatalf("parsing /metrics: %v", err)
 	}

@@ -38,15 +38,17 @@ import (
 // headers real clients send. Clients that prefer protobuf and fall back to
 // JSON (kube-controller-manager, kubelet, anything configured for
 // protobuf) get JSON; only a protobuf-only request is refused.
-func TestContentNegotiation(t *testing.T) {
+func TestContentNegotiation(t *testing.T) { onEachHost(t, testContentNegotiation) }
+
+func testContentNegotiation(t *testing.T, h *host) {
 	ns := "negotiation"
-	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
-	if _, err := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1().PodPresets(ns).Create(context.Background(), podPreset("db", map[string]string{"app": "web"}, corev1.EnvVar{Name: "DB", Value: "1"}), metav1.CreateOptions{}); err != nil {
+	framework.CreateNamespace(t, h.server.AdminConfig(), ns, nil)
+	if _, err := framework.SettingsClient(t, h.server.AdminConfig()).SettingsV1alpha1().PodPresets(ns).Create(context.Background(), podPreset("db", map[string]string{"app": "web"}, corev1.EnvVar{Name: "DB", Value: "1"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	testNegotiatedRequests(t, ns)
-	t.Run("metadata client", func(t *testing.T) { testPresetsMetadataClient(t, ns) })
-	t.Run("protobuf-preferring clientset", testProtobufPreferringClientset)
+	testNegotiatedRequests(t, h, ns)
+	t.Run("metadata client", func(t *testing.T) { testPresetsMetadataClient(t, h, ns) })
+	t.Run("protobuf-preferring clientset", func(t *testing.T) { testProtobufPreferringClientset(t, h) })
 }
 
 const (
@@ -64,8 +66,8 @@ type negotiation struct {
 
 // testNegotiatedRequests sends the group requests with each client's
 // headers.
-func testNegotiatedRequests(t *testing.T, ns string) {
-	httpClient, err := rest.HTTPClientFor(server.AdminConfig())
+func testNegotiatedRequests(t *testing.T, h *host, ns string) {
+	httpClient, err := rest.HTTPClientFor(h.server.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,15 +78,22 @@ func testNegotiatedRequests(t *testing.T, ns string) {
 		{name: "cluster list, protobuf first", method: http.MethodGet, path: "/clusterpodpresets", accept: protobufFirst, wantStatus: http.StatusOK, wantType: runtime.ContentTypeJSON},
 		{name: "get, protobuf only", method: http.MethodGet, path: "/namespaces/" + ns + "/podpresets/db", accept: protobuf, wantStatus: http.StatusNotAcceptable},
 		{name: "create, JSON body, protobuf first", method: http.MethodPost, path: "/namespaces/" + ns + "/podpresets", accept: protobufFirst, contentType: runtime.ContentTypeJSON, body: presetJSON, wantStatus: http.StatusCreated, wantType: runtime.ContentTypeJSON},
-		{name: "create, protobuf body", method: http.MethodPost, path: "/namespaces/" + ns + "/podpresets", accept: protobufFirst, contentType: protobuf, body: "\x6b\x38\x73\x00", wantStatus: http.StatusUnsupportedMediaType},
 	} {
-		t.Run(tc.name, func(t *testing.T) { checkNegotiation(t, httpClient, tc) })
+		t.Run(tc.name, func(t *testing.T) { checkNegotiation(t, h, httpClient, tc) })
+	}
+	// A protobuf body: no client sends one for these types, which have no
+	// protobuf form. The registry answers 415; on a stock server the CRD
+	// handler is upstream's own, which on 1.37.2 resets the stream instead
+	// (README, "What differs from in-process").
+	if h == inProcess() {
+		tc := negotiation{name: "create, protobuf body", method: http.MethodPost, path: "/namespaces/" + ns + "/podpresets", accept: protobufFirst, contentType: protobuf, body: "\x6b\x38\x73\x00", wantStatus: http.StatusUnsupportedMediaType}
+		t.Run(tc.name, func(t *testing.T) { checkNegotiation(t, h, httpClient, tc) })
 	}
 }
 
 // checkNegotiation sends tc's request to settings.k8s.io/v1alpha1.
-func checkNegotiation(t *testing.T, httpClient *http.Client, tc negotiation) {
-	req, err := http.NewRequestWithContext(context.Background(), tc.method, server.Host+"/apis/settings.k8s.io/v1alpha1"+tc.path, bytes.NewBufferString(tc.body))
+func checkNegotiation(t *testing.T, h *host, httpClient *http.Client, tc negotiation) {
+	req, err := http.NewRequestWithContext(context.Background(), tc.method, h.server.Host+"/apis/settings.k8s.io/v1alpha1"+tc.path, bytes.NewBufferString(tc.body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,9 +121,9 @@ func checkNegotiation(t *testing.T, httpClient *http.Client, tc negotiation) {
 // testPresetsMetadataClient makes the calls kube-controller-manager's
 // namespace controller makes, with the metadata client it makes them
 // with: list and delete every preset of a namespace.
-func testPresetsMetadataClient(t *testing.T, ns string) {
+func testPresetsMetadataClient(t *testing.T, h *host, ns string) {
 	ctx := context.Background()
-	client, err := metadata.NewForConfig(server.AdminConfig())
+	client, err := metadata.NewForConfig(h.server.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,9 +145,9 @@ func testPresetsMetadataClient(t *testing.T, ns string) {
 
 // testProtobufPreferringClientset: a clientset configured for protobuf, as
 // controllers are, reads the group as JSON.
-func testProtobufPreferringClientset(t *testing.T) {
+func testProtobufPreferringClientset(t *testing.T, h *host) {
 	ctx := context.Background()
-	cfg := server.AdminConfig()
+	cfg := h.server.AdminConfig()
 	cfg.ContentType = protobuf
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	if _, err := framework.SettingsClient(t, cfg).SettingsV1alpha1().ClusterPodPresets().List(ctx, metav1.ListOptions{}); err != nil {

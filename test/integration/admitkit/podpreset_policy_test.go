@@ -32,24 +32,11 @@ import (
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
-// applyPresetYAML applies a PodPreset named name in ns, selecting pods
-// labelled app=<name>, with the spec fields extra adds (YAML at two spaces
-// of indent), and waits until the plugin has it.
+// applyPresetYAML applies presetYAML(ns, name, extra) and waits until the
+// plugin has it.
 func applyPresetYAML(t *testing.T, h *host, ns, name, extra string) {
 	t.Helper()
-	manifest := fmt.Sprintf(`apiVersion: settings.k8s.io/v1alpha1
-kind: PodPreset
-metadata:
-  name: %s
-  namespace: %s
-spec:
-  selector:
-    matchLabels: {app: %s}
-  env:
-  - {name: HTTPS_PROXY, value: "http://proxy:3128"}
-  - {name: FROM_PRESET, value: "yes"}
-%s`, name, ns, name, extra)
-	h.mustKubectl(t, manifest, "apply", "-f", "-")
+	h.mustKubectl(t, presetYAML(ns, name, extra), "apply", "-f", "-")
 	// The plugin's informer sees the preset a moment after it is stored: a
 	// dry-run probe that conflicts with nothing shows when.
 	probe := podYAML(ns, "probe", name, "")
@@ -63,6 +50,24 @@ spec:
 	if err != nil {
 		t.Fatalf("PodPreset %s/%s never reached the plugin: %v", ns, name, err)
 	}
+}
+
+// presetYAML is a PodPreset named name in ns, selecting pods labelled
+// app=<name>, with two env variables and the spec fields extra adds (YAML
+// at two spaces of indent).
+func presetYAML(ns, name, extra string) string {
+	return fmt.Sprintf(`apiVersion: settings.k8s.io/v1alpha1
+kind: PodPreset
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  selector:
+    matchLabels: {app: %s}
+  env:
+  - {name: HTTPS_PROXY, value: "http://proxy:3128"}
+  - {name: FROM_PRESET, value: "yes"}
+%s`, name, ns, name, extra)
 }
 
 // podYAML is a pod labelled app=<app> with an init container "init", a

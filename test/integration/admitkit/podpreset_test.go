@@ -86,15 +86,15 @@ func setUpPresets(t *testing.T, ns string) {
 	t.Cleanup(func() {
 		_ = settings.ClusterPodPresets().Delete(context.Background(), cpp.Name, metav1.DeleteOptions{})
 	})
-	waitForPresets(t, ns, "proxy-"+ns)
+	waitForPresets(t, inProcess(), ns, "proxy-"+ns)
 }
 
 // waitForPresets waits until a probe pod (created with dry-run) gets the
 // ClusterPodPreset: the plugin's informers see new presets a moment after
 // they are stored.
-func waitForPresets(t *testing.T, ns, clusterPreset string) {
+func waitForPresets(t *testing.T, h *host, ns, clusterPreset string) {
 	t.Helper()
-	client := framework.KubeClient(t, server.AdminConfig())
+	client := framework.KubeClient(t, h.server.AdminConfig())
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		pod, err := client.CoreV1().Pods(ns).Create(ctx, framework.Pod("probe", nil, "c"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {

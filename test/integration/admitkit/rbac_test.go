@@ -38,16 +38,16 @@ import (
 
 // settingsClientAs is a settings client acting as user, through the
 // admin's right to impersonate.
-func settingsClientAs(t *testing.T, user string) settingsclient.Interface {
+func settingsClientAs(t *testing.T, h *host, user string) settingsclient.Interface {
 	t.Helper()
-	cfg := rest.CopyConfig(server.AdminConfig())
+	cfg := rest.CopyConfig(h.server.AdminConfig())
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	return framework.SettingsClient(t, cfg)
 }
 
-func bindRole(t *testing.T, ns, user, clusterRole string) {
+func bindRole(t *testing.T, h *host, ns, user, clusterRole string) {
 	t.Helper()
-	_, err := framework.KubeClient(t, server.AdminConfig()).RbacV1().RoleBindings(ns).Create(context.Background(), &rbacv1.RoleBinding{
+	_, err := framework.KubeClient(t, h.server.AdminConfig()).RbacV1().RoleBindings(ns).Create(context.Background(), &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: user + "-" + clusterRole},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
@@ -57,17 +57,20 @@ func bindRole(t *testing.T, ns, user, clusterRole string) {
 	}
 }
 
-// The server reconciled admitkit's ClusterRoles at start-up, and through
+// The in-process server reconciled admitkit's ClusterRoles at start-up
+// (the stock host has them from hack/manifests), and through
 // the aggregated admin and view roles a namespace admin manages PodPresets
 // while a viewer only reads them; neither touches ClusterPodPresets.
-func TestPodPresetRBAC(t *testing.T) {
-	checkPresetRolesReconciled(t)
+func TestPodPresetRBAC(t *testing.T) { onEachHost(t, testPodPresetRBAC) }
+
+func testPodPresetRBAC(t *testing.T, h *host) {
+	checkPresetRolesReconciled(t, h)
 	ns := "rbac-presets"
-	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
-	bindRole(t, ns, "preset-admin", "admin")
-	bindRole(t, ns, "preset-viewer", "view")
-	admin := settingsClientAs(t, "preset-admin").SettingsV1alpha1()
-	viewer := settingsClientAs(t, "preset-viewer").SettingsV1alpha1()
+	framework.CreateNamespace(t, h.server.AdminConfig(), ns, nil)
+	bindRole(t, h, ns, "preset-admin", "admin")
+	bindRole(t, h, ns, "preset-viewer", "view")
+	admin := settingsClientAs(t, h, "preset-admin").SettingsV1alpha1()
+	viewer := settingsClientAs(t, h, "preset-viewer").SettingsV1alpha1()
 
 	preset := podPreset("by-admin", map[string]string{"app": "web"}, corev1.EnvVar{Name: "FROM", Value: "admin"})
 	waitUntilAllowed(t, "namespace admin cannot create a PodPreset", func(ctx context.Context) error {
@@ -77,7 +80,7 @@ func TestPodPresetRBAC(t *testing.T) {
 	// As an administrator would check it, through kube-controller-manager's
 	// aggregation of the roles into admin and view.
 	for user, want := range map[string]string{"preset-admin": "yes", "preset-viewer": "no"} {
-		r := kubectl(t, "", "auth", "can-i", "create", "podpresets", "-n", ns, "--as="+user)
+		r := h.kubectl(t, "", "auth", "can-i", "create", "podpresets", "-n", ns, "--as="+user)
 		if got := strings.TrimSpace(r.Stdout); got != want {
 			t.Errorf("kubectl auth can-i create podpresets --as=%s: %q (%v), want %s", user, got, r.Err, want)
 		}
@@ -97,11 +100,12 @@ func TestPodPresetRBAC(t *testing.T) {
 }
 
 // checkPresetRolesReconciled: every admitkit ClusterRole exists with its
-// aggregation labels.
-func checkPresetRolesReconciled(t *testing.T) {
+// aggregation labels, the in-process server's reconciled and the stock
+// host's applied from hack/manifests.
+func checkPresetRolesReconciled(t *testing.T, h *host) {
 	t.Helper()
 	for _, want := range bootstrappolicy.ClusterRoles() {
-		got, err := framework.KubeClient(t, server.AdminConfig()).RbacV1().ClusterRoles().Get(context.Background(), want.Name, metav1.GetOptions{})
+		got, err := framework.KubeClient(t, h.server.AdminConfig()).RbacV1().ClusterRoles().Get(context.Background(), want.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("ClusterRole %s not reconciled at start-up: %v", want.Name, err)
 		}

@@ -31,12 +31,18 @@ import (
 )
 
 // podPolicy is a MutatingAdmissionPolicy, bound to the namespaces labelled
-// admitkit-test=<name>, that applies expression to pod creates. Any change
-// it makes has kube-apiserver reinvoke the in-tree mutating plugins.
-func podPolicy(t *testing.T, client kubernetes.Interface, name, expression string) {
+// admitkit-test=<name>, that applies expression to the pod creates
+// condition holds for. kube-apiserver calls it again (IfNeeded) after a
+// later plugin changed the pod, and any change it makes has kube-apiserver
+// call admitkit's plugins again: in-process they run before the policy, a
+// stock kube-apiserver calls the webhooks after it, so only a policy that
+// acts on what the plugins did makes them run twice on both hosts.
+// condition must hold once at most, or the policy would undo the second run.
+func podPolicy(t *testing.T, client kubernetes.Interface, name, condition, expression string) {
 	t.Helper()
 	ctx := context.Background()
-	policy, binding := podCreatePolicy(name, admissionregistrationv1.NeverReinvocationPolicy, map[string]string{"admitkit-test": name}, expression)
+	policy, binding := podCreatePolicy(name, admissionregistrationv1.IfNeededReinvocationPolicy, map[string]string{"admitkit-test": name}, expression)
+	policy.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "once", Expression: condition}}
 	admissionregistration := client.AdmissionregistrationV1()
 	if _, err := admissionregistration.MutatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -52,14 +58,14 @@ func podPolicy(t *testing.T, client kubernetes.Interface, name, expression strin
 	})
 }
 
-// metricChanges reads the admitkit metrics of the package's server around
-// do and returns how far each moved.
-func metricChanges(t *testing.T, client kubernetes.Interface, do func()) map[string]float64 {
+// metricChanges reads the admitkit metrics of the host's plugins around do
+// and returns how far each moved.
+func metricChanges(t *testing.T, h *host, do func()) map[string]float64 {
 	t.Helper()
-	before := scrapeAdmitkit(t, client)
+	before := h.admitkitMetrics(t)
 	do()
 	moved := map[string]float64{}
-	for name, v := range scrapeAdmitkit(t, client) {
+	for name, v := range h.admitkitMetrics(t) {
 		if d := v - before[name]; d != 0 {
 			moved[name] = d
 		}
@@ -68,17 +74,30 @@ func metricChanges(t *testing.T, client kubernetes.Interface, do func()) map[str
 }
 
 // TestPodPresetReinvocation creates pods that a MutatingAdmissionPolicy
-// labels after PodPreset has run, so that kube-apiserver runs PodPreset a
-// second time on each: a preset selecting the policy's label applies in
-// the second run, and the request is counted, and its conflict recorded,
-// once.
-func TestPodPresetReinvocation(t *testing.T) {
+// labels once PodPreset has applied a preset, so that kube-apiserver runs
+// PodPreset a second time on each: a preset selecting the policy's label
+// applies in the second run, and the request is counted, and its conflict
+// recorded, once.
+//
+// It runs in-process only: on the stock host the policy's second run never
+// showed within a minute (issue 32's closing note), so kube-apiserver's
+// reinvocation of the webhooks is proven there by plugin/webhook's
+// TestReviewReinvocation alone for now.
+func TestPodPresetReinvocation(t *testing.T) { testPodPresetReinvocation(t, inProcess()) }
+
+// labelOncePresetApplied: no policy label yet, and the pod is one of the
+// conflict pods or has the env of the preset from-start.
+const labelOncePresetApplied = `!(has(object.metadata.labels) && 'policy' in object.metadata.labels) &&
+	((has(object.metadata.labels) && 'conflict' in object.metadata.labels) ||
+	 object.spec.containers.exists(c, has(c.env) && c.env.exists(e, e.name == 'FROM_START')))`
+
+func testPodPresetReinvocation(t *testing.T, h *host) {
 	ctx := context.Background()
-	client := framework.KubeClient(t, server.AdminConfig())
+	client := framework.KubeClient(t, h.server.AdminConfig())
 	const ns = "reinvoke-presets"
-	framework.CreateNamespace(t, server.AdminConfig(), ns, map[string]string{"admitkit-test": "label-pods"})
-	podPolicy(t, client, "label-pods", `Object{metadata: Object.metadata{labels: {"policy": "added"}}}`)
-	presets := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1().PodPresets(ns)
+	framework.CreateNamespace(t, h.server.AdminConfig(), ns, map[string]string{"admitkit-test": "label-pods"})
+	podPolicy(t, client, "label-pods", labelOncePresetApplied, `Object{metadata: Object.metadata{labels: {"policy": "added"}}}`)
+	presets := framework.SettingsClient(t, h.server.AdminConfig()).SettingsV1alpha1().PodPresets(ns)
 	for _, pp := range []*settingsv1alpha1.PodPreset{
 		podPreset("from-start", map[string]string{"app": "web"}, corev1.EnvVar{Name: "FROM_START", Value: "1"}),
 		podPreset("by-policy", map[string]string{"policy": "added"}, corev1.EnvVar{Name: "BY_POLICY", Value: "1"}),
@@ -93,9 +112,17 @@ func TestPodPresetReinvocation(t *testing.T) {
 		pod, err := client.CoreV1().Pods(ns).Create(ctx, framework.Pod("probe", map[string]string{"app": "web"}, "app"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err == nil && pod.Labels["policy"] == "added" && envOf(pod.Spec.Containers[0])["BY_POLICY"] == "1" && envOf(pod.Spec.Containers[0])["FROM_START"] == "1"
 	})
+	checkPresetsOfBothRuns(t, h, client, ns)
+	checkConflictOnce(t, h, client, ns)
+}
 
+// checkPresetsOfBothRuns: a pod gets the preset of the first run and the
+// one the policy's label selects in the second, and counts as one pod.
+func checkPresetsOfBothRuns(t *testing.T, h *host, client kubernetes.Interface, ns string) {
+	t.Helper()
+	ctx := context.Background()
 	var pod *corev1.Pod
-	moved := metricChanges(t, client, func() {
+	moved := metricChanges(t, h, func() {
 		var err error
 		pod, err = client.CoreV1().Pods(ns).Create(ctx, framework.Pod("web", map[string]string{"app": "web"}, "app"), metav1.CreateOptions{})
 		if err != nil {
@@ -116,10 +143,18 @@ func TestPodPresetReinvocation(t *testing.T) {
 		}
 	}
 
-	// A conflict in both runs is one conflict and one Event.
+}
+
+// checkConflictOnce: a conflict is one conflict and one Event. In-process
+// the policy labels the pod after PodPreset's first run and the conflict
+// is met in both runs; a stock kube-apiserver calls the policy first and
+// the webhook once, since nothing changes the pod after it.
+func checkConflictOnce(t *testing.T, h *host, client kubernetes.Interface, ns string) {
+	t.Helper()
+	ctx := context.Background()
 	conflictPod := framework.Pod("conflict", map[string]string{"conflict": "yes"}, "app")
 	conflictPod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MINE", Value: "pod"}}
-	moved = metricChanges(t, client, func() {
+	moved := metricChanges(t, h, func() {
 		if _, err := client.CoreV1().Pods(ns).Create(ctx, conflictPod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -161,14 +196,25 @@ func conflictEvents(t *testing.T, client kubernetes.Interface, ns, pod string) i
 // the configured lm-always-pull Assign sets, so that kube-apiserver runs
 // the LocationMutator again and it sets it again: the pod ends with the
 // mutator's value, and the request counts as one mutated object.
+//
+// In-process only, as TestPodPresetReinvocation.
 func TestLocationMutatorReinvocation(t *testing.T) {
+	testLocationMutatorReinvocation(t, inProcess())
+}
+
+// resetOnceAlwaysPull: no reset label yet, and a container pulls Always,
+// which only the LocationMutator sets.
+const resetOnceAlwaysPull = `!(has(object.metadata.labels) && 'pull-policy' in object.metadata.labels) &&
+	object.spec.containers.exists(c, c.imagePullPolicy == 'Always')`
+
+func testLocationMutatorReinvocation(t *testing.T, h *host) {
 	ctx := context.Background()
-	client := framework.KubeClient(t, server.AdminConfig())
+	client := framework.KubeClient(t, h.server.AdminConfig())
 	const ns = "lm-reinvoke"
-	framework.CreateNamespace(t, server.AdminConfig(), ns, map[string]string{"admitkit-test": "pull-if-not-present"})
+	framework.CreateNamespace(t, h.server.AdminConfig(), ns, map[string]string{"admitkit-test": "pull-if-not-present"})
 	// The label tells when the policy has reached the server: the pull
 	// policy it sets is set back before the pod is stored either way.
-	podPolicy(t, client, "pull-if-not-present", `Object{
+	podPolicy(t, client, "pull-if-not-present", resetOnceAlwaysPull, `Object{
 		metadata: Object.metadata{labels: {"pull-policy": "reset"}},
 		spec: Object.spec{containers: object.spec.containers.map(c, Object.spec.containers{name: c.name, imagePullPolicy: "IfNotPresent"})}
 	}`)
@@ -178,7 +224,7 @@ func TestLocationMutatorReinvocation(t *testing.T) {
 	})
 
 	var pod *corev1.Pod
-	moved := metricChanges(t, client, func() {
+	moved := metricChanges(t, h, func() {
 		var err error
 		pod, err = client.CoreV1().Pods(ns).Create(ctx, framework.Pod("web", nil, "app"), metav1.CreateOptions{})
 		if err != nil {

@@ -49,8 +49,10 @@ func podPreset(name string, selector map[string]string, env ...corev1.EnvVar) *s
 	}
 }
 
-func TestDiscovery(t *testing.T) {
-	disc := framework.KubeClient(t, server.AdminConfig()).Discovery()
+func TestDiscovery(t *testing.T) { onEachHost(t, testDiscovery) }
+
+func testDiscovery(t *testing.T, h *host) {
+	disc := framework.KubeClient(t, h.server.AdminConfig()).Discovery()
 	groups, err := disc.ServerGroups()
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +102,7 @@ func TestDiscovery(t *testing.T) {
 	}
 
 	// kubectl api-resources goes through the aggregated discovery document.
-	out := mustKubectl(t, "", "api-resources", "--api-group=settings.k8s.io", "-o", "name").Stdout
+	out := h.mustKubectl(t, "", "api-resources", "--api-group=settings.k8s.io", "-o", "name").Stdout
 	for _, name := range []string{"podpresets.settings.k8s.io", "clusterpodpresets.settings.k8s.io"} {
 		if !strings.Contains(out, name) {
 			t.Errorf("kubectl api-resources lacks %s:\n%s", name, out)
@@ -108,11 +110,13 @@ func TestDiscovery(t *testing.T) {
 	}
 }
 
-func TestPodPresetCRUD(t *testing.T) {
+func TestPodPresetCRUD(t *testing.T) { onEachHost(t, testPodPresetCRUD) }
+
+func testPodPresetCRUD(t *testing.T, h *host) {
 	ctx := context.Background()
 	ns := "crud"
-	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
-	presets := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1().PodPresets(ns)
+	framework.CreateNamespace(t, h.server.AdminConfig(), ns, nil)
+	presets := framework.SettingsClient(t, h.server.AdminConfig()).SettingsV1alpha1().PodPresets(ns)
 	createWatchedPreset(t, presets)
 	checkPresetUpdates(t, presets)
 
@@ -206,9 +210,11 @@ func checkPresetUpdates(t *testing.T, presets settingsv1alpha1client.PodPresetIn
 	}
 }
 
-func TestClusterPodPresetCRUD(t *testing.T) {
+func TestClusterPodPresetCRUD(t *testing.T) { onEachHost(t, testClusterPodPresetCRUD) }
+
+func testClusterPodPresetCRUD(t *testing.T, h *host) {
 	ctx := context.Background()
-	presets := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1().ClusterPodPresets()
+	presets := framework.SettingsClient(t, h.server.AdminConfig()).SettingsV1alpha1().ClusterPodPresets()
 	cpp := &settingsv1alpha1.ClusterPodPreset{
 		ObjectMeta: metav1.ObjectMeta{Name: "proxy-crud"},
 		Spec: settingsv1alpha1.ClusterPodPresetSpec{
@@ -248,11 +254,13 @@ func TestClusterPodPresetCRUD(t *testing.T) {
 // TestApplyConfigurations uses the generated apply configurations: the
 // server needs our OpenAPI models (with their group-version-kind) for
 // server-side apply, and manages the fields per manager.
-func TestApplyConfigurations(t *testing.T) {
+func TestApplyConfigurations(t *testing.T) { onEachHost(t, testApplyConfigurations) }
+
+func testApplyConfigurations(t *testing.T, h *host) {
 	ctx := context.Background()
 	ns := "ssa-client"
-	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
-	presets := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1().PodPresets(ns)
+	framework.CreateNamespace(t, h.server.AdminConfig(), ns, nil)
+	presets := framework.SettingsClient(t, h.server.AdminConfig()).SettingsV1alpha1().PodPresets(ns)
 
 	cfg := settingsapply.PodPreset("web", ns).WithSpec(settingsapply.PodPresetSpec().
 		WithEnv(corev1EnvApply("A", "1")))

@@ -29,6 +29,12 @@ import (
 // commandsModule is the module whose commands BuildCommand builds.
 const commandsModule = "github.com/admitkit/admitkit/test/cmd/"
 
+// upstreamCommands are the commands BuildCommand takes from Kubernetes
+// itself, as hack/local-up.sh builds them, rather than from test/cmd.
+var upstreamCommands = map[string]string{
+	"kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
+}
+
 var (
 	buildsMu sync.Mutex
 	builds   = map[string]*build{}
@@ -40,8 +46,8 @@ type build struct {
 	err  error
 }
 
-// BuildCommand builds test/cmd/<name> once per test binary and returns the
-// executable's path. It is built with the race detector exactly when the
+// BuildCommand builds test/cmd/<name>, or the upstream command of that
+// name, once per test binary and returns the executable's path. It is built with the race detector exactly when the
 // test binary is, so that the build cache the test binary filled serves
 // every package and only the link is new.
 func BuildCommand(name string) (string, error) {
@@ -66,7 +72,11 @@ func goBuild(name string) (string, error) {
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	args = append(args, commandsModule+name)
+	pkg := commandsModule + name
+	if upstream, ok := upstreamCommands[name]; ok {
+		pkg = upstream
+	}
+	args = append(args, pkg)
 	// The go command on PATH, as hack/test.sh and every Go user runs it.
 	cmd := exec.Command("go", args...)
 	if output, err := cmd.CombinedOutput(); err != nil {
