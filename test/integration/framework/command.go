@@ -47,9 +47,10 @@ type build struct {
 }
 
 // BuildCommand builds test/cmd/<name>, or the upstream command of that
-// name, once per test binary and returns the executable's path. It is built with the race detector exactly when the
-// test binary is, so that the build cache the test binary filled serves
-// every package and only the link is new.
+// name, once per test binary and returns the executable's path. It is
+// built with the race detector exactly when the test binary is, so that
+// the build cache the test binary filled serves every package and only the
+// link is new.
 func BuildCommand(name string) (string, error) {
 	buildsMu.Lock()
 	b, ok := builds[name]
