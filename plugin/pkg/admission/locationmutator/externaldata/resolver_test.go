@@ -265,14 +265,15 @@ func TestResolveClientCertificate(t *testing.T) {
 
 // The provider's timeout and the request's deadline both end the wait.
 func TestResolveTimeouts(t *testing.T) {
-	slow := func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-time.After(time.Minute):
-		}
-	}
+	// The provider answers nothing until the test ends, whatever the
+	// client does: a handler that returned when its request's context
+	// ended could answer an empty 200 before the client saw its own
+	// deadline, on a loaded machine.
+	release := make(chan struct{})
+	slow := func(w http.ResponseWriter, r *http.Request) { <-release }
 	f := &fakeProvider{handle: slow}
 	srv, bundle := serve(t, f, nil)
+	t.Cleanup(func() { close(release) }) // before serve's srv.Close, which waits for the handlers
 	t.Run("provider timeout", func(t *testing.T) {
 		r := resolver(compile(t, "p", srv.URL, bundle, 1, nil))
 		a := r.Resolve(context.Background(), map[string][]string{"p": {"a"}})["p"]["a"]
