@@ -282,7 +282,8 @@ func Mutate(candidates []*Mutator, obj map[string]any, t *match.Target) (Result,
 func mutateJSON(candidates []*Mutator, obj map[string]any, t *match.Target, ext *External) (Result, error) {
 	sc := jsonScratches.Get().(*jsonScratch)
 	defer sc.release()
-	return run(candidates, &unstructuredRoot{obj: obj, sc: sc}, t, ext)
+	sc.root.obj, sc.root.sc = obj, sc
+	return run(candidates, &sc.root, t, ext, &sc.meta)
 }
 
 // mutable is an object the system mutates: an unstructured map, or a typed
@@ -316,7 +317,9 @@ func (o *unstructuredRoot) same(snapshot any) (bool, error) {
 	return jsonEqual(snapshot, o.obj), nil
 }
 
-func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External) (Result, error) {
+// run runs the candidates over obj; values is the request's, from its
+// scratch.
+func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External, values *metaValues) (Result, error) {
 	var (
 		res Result
 		// Indexes of the candidates: those that changed it, sorted (run
@@ -331,7 +334,7 @@ func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External) (Re
 		applied, reached []int
 		p                pass
 		matched          int
-		md               = requestMeta{Namespace: t.Namespace, Name: t.Name, external: ext}.withValues()
+		md               = requestMeta{Namespace: t.Namespace, Name: t.Name, values: values, external: ext}
 	)
 	if 4*n > len(buf) {
 		idx = make([]int, 4*n)

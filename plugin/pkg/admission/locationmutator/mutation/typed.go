@@ -60,8 +60,10 @@ func mutateTyped(candidates []*Mutator, obj runtime.Object, t *match.Target, ext
 	}
 	sc := typedScratches.Get().(*typedScratch)
 	defer sc.release()
-	root := structObject{v: ptr.Elem(), info: typeInfoOf(ptr.Type().Elem()), sc: sc}
-	return run(candidates, &typedRoot{root: root, obj: obj, accessor: accessor}, t, ext)
+	r := &sc.root
+	r.root.v, r.root.info, r.root.sc, r.root.made = ptr.Elem(), typeInfoOf(ptr.Type().Elem()), sc, nil
+	r.obj, r.accessor = obj, accessor
+	return run(candidates, r, t, ext, &sc.meta)
 }
 
 // The walker's interfaces, and the typed form's implementations of them
@@ -101,6 +103,10 @@ type typedScratch struct {
 	maps    slab[typedMap]
 	entries slab[typedMapEntry]
 	lists   slab[typedList]
+	// root and meta are the request's, here rather than allocated by
+	// each request.
+	root typedRoot
+	meta metaValues
 }
 
 // typedScratches keep the chunks of finished requests for the next ones.
@@ -115,6 +121,8 @@ func (sc *typedScratch) release() {
 	sc.maps.clear()
 	sc.entries.clear()
 	sc.lists.clear()
+	sc.root.root.v, sc.root.root.sc, sc.root.obj, sc.root.accessor = reflect.Value{}, nil, nil, nil
+	sc.meta.namespace, sc.meta.name = nil, nil
 	typedScratches.Put(sc)
 }
 

@@ -102,7 +102,7 @@ func checkTypedEquivalence(t testing.TB, cands []*Mutator, orig runtime.Object, 
 	typed := orig.DeepCopyObject()
 	tres, terr := MutateTyped(cands, typed, typedTarget(orig, gvk))
 	model := orig.DeepCopyObject()
-	mres, merr := run(cands, &decodedEachTime{model}, typedTarget(orig, gvk), nil)
+	mres, merr := run(cands, &decodedEachTime{model}, typedTarget(orig, gvk), nil, nil)
 
 	var misfit *misfitError
 	switch {
