@@ -245,7 +245,8 @@ type Result struct {
 	// its location in a pass that changed the object, whether or not it
 	// changed the value there: the mutators Gatekeeper's
 	// gatekeeper.sh/mutations annotation names. It holds every one of
-	// Applied.
+	// Applied, and is the same list when it holds no other: neither is to
+	// be changed in place.
 	Reached []ID
 	// Passes is the number of passes run.
 	Passes int
@@ -417,12 +418,21 @@ func runPass(changed, reached []int, candidates []*Mutator, obj mutable, t *matc
 
 // idsOf names the candidates at the indexes of applied and of reached,
 // nil for none, in one allocation. Each list is capped at its length, so
-// that appending to one never writes into the other.
+// that appending to one never writes into the other. When the two hold the
+// same indexes, as when every mutator that reached its location changed
+// the object, they are the same list: half the IDs to make.
 func idsOf(candidates []*Mutator, applied, reached []int) (appliedIDs, reachedIDs []ID) {
 	if len(applied)+len(reached) == 0 {
 		return nil, nil
 	}
 	n := len(applied)
+	if slices.Equal(applied, reached) {
+		out := make([]ID, n)
+		for i, c := range applied {
+			out[i] = candidates[c].id
+		}
+		return out, out
+	}
 	out := make([]ID, n+len(reached))
 	for i, c := range applied {
 		out[i] = candidates[c].id
