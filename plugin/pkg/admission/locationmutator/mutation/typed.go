@@ -554,12 +554,21 @@ func (l *typedList) appendValues(vs []any) (effect, error) {
 }
 
 // retain makes a new slice: the old one's array may be shared with other
-// objects.
+// objects. It is made at its length and filled by index, since every
+// reflect.Append allocates a Value of its own.
 func (l *typedList) retain(keep []bool) effect {
-	out := reflect.MakeSlice(l.v.Type(), 0, l.v.Len())
-	for j := range keep {
-		if keep[j] {
-			out = reflect.Append(out, l.v.Index(j))
+	n := 0
+	for _, k := range keep {
+		if k {
+			n++
+		}
+	}
+	out := reflect.MakeSlice(l.v.Type(), n, n)
+	i := 0
+	for j, k := range keep {
+		if k {
+			out.Index(i).Set(l.v.Index(j))
+			i++
 		}
 	}
 	l.v.Set(out)
