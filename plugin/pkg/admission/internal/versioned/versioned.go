@@ -26,6 +26,7 @@ package versioned
 import (
 	"fmt"
 	"reflect"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,6 +40,16 @@ import (
 func To(obj runtime.Object, gvk schema.GroupVersionKind, o admission.ObjectInterfaces) (runtime.Object, bool, error) {
 	if err := convertible(obj, gvk, o); err != nil {
 		return nil, false, err
+	}
+	if typer := o.GetObjectTyper(); typer != nil {
+		// A scheme registers a kind for one Go type only, so an object
+		// whose type it has under gvk is of the type New(gvk) makes; asking
+		// the typer first spares a request on a versioned object a new
+		// empty object (a Pod's is over a kilobyte) made only to compare
+		// types.
+		if kinds, _, err := typer.ObjectKinds(obj); err == nil && slices.Contains(kinds, gvk) {
+			return obj, false, nil
+		}
 	}
 	out, err := o.GetObjectCreater().New(gvk)
 	if err != nil {

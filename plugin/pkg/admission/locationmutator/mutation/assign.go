@@ -66,18 +66,13 @@ func compileAssignField(f mutationsv1.AssignField, p *field.Path, listElement bo
 // valueFor is what the assignment writes into an object with that
 // metadata.
 func (a assignment) valueFor(md requestMeta) any {
-	i := 0
 	switch a.fromMetadata {
 	case "namespace":
+		return md.namespace()
 	case "name":
-		i = 1
-	default:
-		return a.value
+		return md.name()
 	}
-	if md.values == nil {
-		md = md.withValues()
-	}
-	return md.values[i]
+	return a.value
 }
 
 // write sets the value unless it is there already. A null value is never

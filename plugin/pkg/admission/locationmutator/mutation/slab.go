@@ -55,10 +55,11 @@ func (s *slab[T]) next() *T {
 func (s *slab[T]) reset() { s.used = 0 }
 
 // clear zeroes what was used, so that the slab refers to nothing, and
-// resets it.
+// resets it. Only what was used: zeroing values with pointers while the
+// GC marks goes through its write barrier, value by value.
 func (s *slab[T]) clear() {
 	for i := 0; i < s.peak; i += slabChunk {
-		clear(s.chunks[i/slabChunk][:])
+		clear(s.chunks[i/slabChunk][:min(slabChunk, s.peak-i)])
 	}
 	s.used, s.peak = 0, 0
 }

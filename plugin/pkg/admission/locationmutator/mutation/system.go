@@ -245,7 +245,8 @@ type Result struct {
 	// its location in a pass that changed the object, whether or not it
 	// changed the value there: the mutators Gatekeeper's
 	// gatekeeper.sh/mutations annotation names. It holds every one of
-	// Applied.
+	// Applied, and is the same list when it holds no other: neither is to
+	// be changed in place.
 	Reached []ID
 	// Passes is the number of passes run.
 	Passes int
@@ -282,7 +283,8 @@ func Mutate(candidates []*Mutator, obj map[string]any, t *match.Target) (Result,
 func mutateJSON(candidates []*Mutator, obj map[string]any, t *match.Target, ext *External) (Result, error) {
 	sc := jsonScratches.Get().(*jsonScratch)
 	defer sc.release()
-	return run(candidates, &unstructuredRoot{obj: obj, sc: sc}, t, ext)
+	sc.root.obj, sc.root.sc = obj, sc
+	return run(candidates, &sc.root, t, ext, &sc.meta)
 }
 
 // mutable is an object the system mutates: an unstructured map, or a typed
@@ -316,7 +318,9 @@ func (o *unstructuredRoot) same(snapshot any) (bool, error) {
 	return jsonEqual(snapshot, o.obj), nil
 }
 
-func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External) (Result, error) {
+// run runs the candidates over obj; values is the request's, from its
+// scratch.
+func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External, values *metaValues) (Result, error) {
 	var (
 		res Result
 		// Indexes of the candidates: those that changed it, sorted (run
@@ -331,7 +335,7 @@ func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External) (Re
 		applied, reached []int
 		p                pass
 		matched          int
-		md               = requestMeta{Namespace: t.Namespace, Name: t.Name, external: ext}.withValues()
+		md               = requestMeta{Namespace: t.Namespace, Name: t.Name, values: values, external: ext}
 	)
 	if 4*n > len(buf) {
 		idx = make([]int, 4*n)
@@ -414,12 +418,21 @@ func runPass(changed, reached []int, candidates []*Mutator, obj mutable, t *matc
 
 // idsOf names the candidates at the indexes of applied and of reached,
 // nil for none, in one allocation. Each list is capped at its length, so
-// that appending to one never writes into the other.
+// that appending to one never writes into the other. When the two hold the
+// same indexes, as when every mutator that reached its location changed
+// the object, they are the same list: half the IDs to make.
 func idsOf(candidates []*Mutator, applied, reached []int) (appliedIDs, reachedIDs []ID) {
 	if len(applied)+len(reached) == 0 {
 		return nil, nil
 	}
 	n := len(applied)
+	if slices.Equal(applied, reached) {
+		out := make([]ID, n)
+		for i, c := range applied {
+			out[i] = candidates[c].id
+		}
+		return out, out
+	}
 	out := make([]ID, n+len(reached))
 	for i, c := range applied {
 		out[i] = candidates[c].id

@@ -60,8 +60,10 @@ func mutateTyped(candidates []*Mutator, obj runtime.Object, t *match.Target, ext
 	}
 	sc := typedScratches.Get().(*typedScratch)
 	defer sc.release()
-	root := structObject{v: ptr.Elem(), info: typeInfoOf(ptr.Type().Elem()), sc: sc}
-	return run(candidates, &typedRoot{root: root, obj: obj, accessor: accessor}, t, ext)
+	r := &sc.root
+	r.root.v, r.root.info, r.root.sc, r.root.made = ptr.Elem(), typeInfoOf(ptr.Type().Elem()), sc, nil
+	r.obj, r.accessor = obj, accessor
+	return run(candidates, r, t, ext, &sc.meta)
 }
 
 // The walker's interfaces, and the typed form's implementations of them
@@ -101,6 +103,43 @@ type typedScratch struct {
 	maps    slab[typedMap]
 	entries slab[typedMapEntry]
 	lists   slab[typedList]
+	// root and meta are the request's, here rather than allocated by
+	// each request.
+	root typedRoot
+	meta metaValues
+	// elements are the structs new list elements are built in, by type.
+	elements []elementStructs
+}
+
+// elementStructs are zero structs of one type for new list elements. A new
+// element is copied into its list when it is kept (typedList.push), so the
+// struct it was built in is free again once the walk that made it ends:
+// the walks of a request, and the requests after it, build their new
+// elements in the same few structs instead of allocating one for each.
+type elementStructs struct {
+	t    reflect.Type
+	ptrs []reflect.Value // pointers to structs of type t
+	used int             // by the walk under way
+}
+
+// elementStruct returns a pointer to a zero struct of type t that no other
+// value of the walk under way uses.
+func (sc *typedScratch) elementStruct(t reflect.Type) reflect.Value {
+	i := 0
+	for i < len(sc.elements) && sc.elements[i].t != t {
+		i++
+	}
+	if i == len(sc.elements) {
+		sc.elements = append(sc.elements, elementStructs{t: t})
+	}
+	es := &sc.elements[i]
+	if es.used == len(es.ptrs) {
+		es.ptrs = append(es.ptrs, reflect.New(t))
+	} else {
+		es.ptrs[es.used].Elem().SetZero()
+	}
+	es.used++
+	return es.ptrs[es.used-1]
 }
 
 // typedScratches keep the chunks of finished requests for the next ones.
@@ -115,6 +154,15 @@ func (sc *typedScratch) release() {
 	sc.maps.clear()
 	sc.entries.clear()
 	sc.lists.clear()
+	for i := range sc.elements {
+		es := &sc.elements[i]
+		for _, p := range es.ptrs {
+			p.Elem().SetZero()
+		}
+		es.used = 0
+	}
+	sc.root.root.v, sc.root.root.sc, sc.root.obj, sc.root.accessor = reflect.Value{}, nil, nil, nil
+	sc.meta.namespace, sc.meta.name = nil, nil
 	typedScratches.Put(sc)
 }
 
@@ -125,6 +173,9 @@ func (sc *typedScratch) reset() {
 	sc.maps.reset()
 	sc.entries.reset()
 	sc.lists.reset()
+	for i := range sc.elements {
+		sc.elements[i].used = 0
+	}
 }
 
 func (o *typedRoot) labels() labels.Labels { return labels.Set(o.accessor.GetLabels()) }
@@ -164,14 +215,18 @@ type madeStruct struct {
 // inMade marks a struct inside one the walker made.
 var inMade = &madeStruct{}
 
-// newStruct is a fresh zero struct of the type info describes, behind a
-// new pointer when pointer is true.
+// newStruct is a fresh zero struct of the type info describes: behind a
+// new pointer, which becomes part of the object, when pointer is true;
+// otherwise one of the scratch's, to be copied into a list.
 func (sc *typedScratch) newStruct(info *typeInfo, pointer bool) *structObject {
-	p := reflect.New(info.t)
 	made := sc.made.next()
 	made.ptr, made.key = reflect.Value{}, nil
+	var p reflect.Value
 	if pointer {
+		p = reflect.New(info.t)
 		made.ptr = p
+	} else {
+		p = sc.elementStruct(info.t)
 	}
 	return sc.structObject(p.Elem(), info, made)
 }
@@ -499,12 +554,21 @@ func (l *typedList) appendValues(vs []any) (effect, error) {
 }
 
 // retain makes a new slice: the old one's array may be shared with other
-// objects.
+// objects. It is made at its length and filled by index, since every
+// reflect.Append allocates a Value of its own.
 func (l *typedList) retain(keep []bool) effect {
-	out := reflect.MakeSlice(l.v.Type(), 0, l.v.Len())
-	for j := range keep {
-		if keep[j] {
-			out = reflect.Append(out, l.v.Index(j))
+	n := 0
+	for _, k := range keep {
+		if k {
+			n++
+		}
+	}
+	out := reflect.MakeSlice(l.v.Type(), n, n)
+	i := 0
+	for j, k := range keep {
+		if k {
+			out.Index(i).Set(l.v.Index(j))
+			i++
 		}
 	}
 	l.v.Set(out)

@@ -102,7 +102,7 @@ func checkTypedEquivalence(t testing.TB, cands []*Mutator, orig runtime.Object, 
 	typed := orig.DeepCopyObject()
 	tres, terr := MutateTyped(cands, typed, typedTarget(orig, gvk))
 	model := orig.DeepCopyObject()
-	mres, merr := run(cands, &decodedEachTime{model}, typedTarget(orig, gvk), nil)
+	mres, merr := run(cands, &decodedEachTime{model}, typedTarget(orig, gvk), nil, nil)
 
 	var misfit *misfitError
 	switch {
@@ -311,6 +311,26 @@ spec:
 				t.Fatalf("not run the same way: %+v", st)
 			}
 		})
+	}
+}
+
+// New list elements are built in structs the scratch reuses from walk to
+// walk and request to request: what one element was given (a pointer to a
+// new struct, a value) never shows up in the next one built in the same
+// struct, nor in an element that was made and then left out.
+func TestTypedNewElementsReused(t *testing.T) {
+	ms := []*Mutator{
+		mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "spec.containers[name:*].env[name: B].valueFrom.fieldRef.fieldPath", "{assign: {value: metadata.name}}")),
+		mustDecode(t, podMutator(mutationsv1.KindAssign, "b", "spec.containers[name:*].env[name: C].value", "{pathTests: [{subPath: 'spec.containers[name:*].env[name: C]', condition: MustExist}], assign: {value: x}}")),
+		mustDecode(t, podMutator(mutationsv1.KindAssign, "c", "spec.containers[name:*].env[name: D].value", "{assign: {value: v}}")),
+		mustDecode(t, podMutator(mutationsv1.KindAssign, "d", "spec.containers[name:*].ports[name: p].hostPort", "{assign: {value: 81}}")),
+	}
+	for range 3 {
+		var st diffStats
+		checkTypedEquivalence(t, ms, testPod(), podTarget().GVK, &st)
+		if st.same != 1 || st.mutated != 1 {
+			t.Fatalf("not run the same way: %+v", st)
+		}
 	}
 }
 

@@ -27,17 +27,42 @@ type requestMeta struct {
 	Namespace string
 	Name      string
 	// values are Namespace and Name as the JSON values fromMetadata
-	// writes, made once per pass rather than by every write (withValues).
-	values *[2]any
+	// writes, made once per request rather than by every write; nil
+	// makes them on every use.
+	values *metaValues
 	// external holds the request's external data, nil where there is
 	// none (MutateWithExternal).
 	external *External
 }
 
-// withValues returns md with its JSON values made.
-func (md requestMeta) withValues() requestMeta {
-	md.values = &[2]any{md.Namespace, md.Name}
-	return md
+// metaValues are a request's namespace and name as JSON values, each made
+// on its first use: putting a string into an interface allocates, and most
+// requests write neither. They live in the request's scratch, which clears
+// them when the request ends.
+type metaValues struct {
+	namespace, name any
+}
+
+// namespace returns the namespace as a JSON value.
+func (md requestMeta) namespace() any {
+	if md.values == nil {
+		return md.Namespace
+	}
+	if md.values.namespace == nil {
+		md.values.namespace = md.Namespace
+	}
+	return md.values.namespace
+}
+
+// name returns the name as a JSON value.
+func (md requestMeta) name() any {
+	if md.values == nil {
+		return md.Name
+	}
+	if md.values.name == nil {
+		md.values.name = md.Name
+	}
+	return md.values.name
 }
 
 // The unstructured form's implementations of the walker's interfaces.
@@ -53,6 +78,10 @@ type jsonScratch struct {
 	objects slab[jsonObject]
 	slots   slab[jsonSlot]
 	lists   slab[jsonList]
+	// root and meta are the request's, here rather than allocated by
+	// each request.
+	root unstructuredRoot
+	meta metaValues
 }
 
 // jsonScratches keep the chunks of finished requests for the next ones.
@@ -64,6 +93,8 @@ func (sc *jsonScratch) release() {
 	sc.objects.clear()
 	sc.slots.clear()
 	sc.lists.clear()
+	sc.root.obj, sc.root.sc = nil, nil
+	sc.meta.namespace, sc.meta.name = nil, nil
 	jsonScratches.Put(sc)
 }
 
