@@ -499,10 +499,11 @@ ${READY}. From ${ROOT}, try:
   ${K} apply -f hack/examples/conflicting-pod.yaml
 
   # a preset in Warn mode changes no pod: kubectl prints what it would set, and the
-  # audit log (every write's metadata: hack/examples/audit-policy.yaml) records it...
+  # audit log (every write's metadata: hack/examples/audit-policy.yaml) records it
+  # (the key's prefix is the plugin's domain in-process, the webhook's name with WEBHOOK=1)...
   ${K} apply -n shop -f hack/examples/podpreset-warn.yaml
   ${K} run trial -n shop --image=nginx:1.27 --labels=role=frontend
-  grep -o 'podpreset.admission.admitkit.io/unenforced-presets":"[^}]*' ${AUDIT_LOG}
+  grep -o 'unenforced-presets":"[^}]*' ${AUDIT_LOG}
   # ...until it is switched to Enforce
   ${K} patch podpreset tracing -n shop --type=merge -p '{"spec":{"mode":"Enforce"}}'
   ${K} run trial-2 -n shop --image=nginx:1.27 --labels=role=frontend --dry-run=server -o jsonpath='{.spec.containers[0].env}{"\n"}'

@@ -82,8 +82,10 @@ func (a *attributes) GetReinvocationContext() admission.ReinvocationContext {
 // "/", so the plugin's own key ("<plugin domain>/<name>") cannot be sent
 // as it is; a webhook named after the plugin's domain
 // (locationmutator.admission.admitkit.io, podpreset.admission.admitkit.io)
-// gets exactly the keys the plugin records in-process. Should two keys of
-// one review share a name, the first in key order is kept.
+// gets exactly the keys the plugin records in-process, and the webhook of a
+// chain (pods.admission.admitkit.io) its plugins' names under its own.
+// Should two keys of one review share a name (two plugins of a chain
+// naming theirs alike), the first in key order is kept.
 func (a *attributes) auditAnnotations() map[string]string {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -25,12 +25,16 @@ limitations under the License.
 //
 //	POST /mutate/<PluginName>    the plugin's Admit (a mutating webhook)
 //	POST /validate/<PluginName>  the plugin's Validate (a validating webhook)
+//	POST /mutate/<A>/<B>/...     a chain: A's Admit, then B's, ... in one review
+//	POST /validate/<A>/<B>/...   the same with Validate
 //	GET  /healthz, /readyz       alive; ready once every plugin's caches synced
 //	GET  /metrics                the plugins' metrics and the webhook's own
 //
-// Review is the one code path from a decoded request to its response,
-// shared by the HTTP handler and by hosts without HTTP (an offline admit
-// command). It gives the plugin what kube-apiserver would: the request's
+// Review is the one code path from a decoded request to its response, for
+// one plugin or a chain of them, shared by the HTTP handler and by hosts
+// without HTTP (an offline admit command). A chain runs as kube-apiserver's
+// admission chain runs its plugins in-process: on one decoded object, in
+// order, until the first refusal, with one patch of all their changes. It gives the plugin what kube-apiserver would: the request's
 // versioned objects (custom resources unstructured), its options, dry run,
 // user with extra, and a reinvocation context shared by the reviews of one
 // request (kube-apiserver's second call of a mutating webhook is told from
@@ -46,5 +50,6 @@ limitations under the License.
 // that then hold two "/", so the response carries a plugin's
 // "<plugin domain>/<name>" keys by their name alone, and a webhook named
 // after the plugin's domain records the keys the plugin records
-// in-process; it adds the warnings as they are.
+// in-process (a chain's webhook records its plugins' under its own name);
+// it adds the warnings as they are.
 package webhook

@@ -31,12 +31,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninitializer "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/warning"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -91,6 +93,7 @@ const (
 	invalidPlugin   = "TestInvalid"
 	plainPlugin     = "TestPlainError"
 	recordingPlugin = "TestRecording"
+	labelingPlugin  = "TestLabeling"
 )
 
 type refusingPlugin struct {
@@ -123,7 +126,36 @@ func (r *recorder) last() admission.Attributes {
 	return r.attrs
 }
 
+// labeler is a mutating plugin that labels pods labeled=yes, warns and
+// annotates its audit event saying which labels it saw, and refuses a pod
+// labeled refuse=yes, after all of that: what a chain's later plugin does
+// to what an earlier one left.
+type labeler struct{ *admission.Handler }
+
+func (labeler) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	pod, ok := a.GetObject().(*corev1.Pod)
+	if !ok {
+		return nil
+	}
+	seen := labels.FormatLabels(pod.Labels)
+	warning.AddWarning(ctx, "", "the labeler saw "+seen)
+	if err := a.AddAnnotation("labeler.admitkit.io/saw", seen); err != nil {
+		return err
+	}
+	if pod.Labels["refuse"] == "yes" {
+		return admission.NewForbidden(a, errors.New("the labeler refuses pods labeled refuse=yes"))
+	}
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels["labeled"] = "yes"
+	return nil
+}
+
 func registerTestPlugins(plugins *admission.Plugins, rec *recorder) {
+	plugins.Register(labelingPlugin, func(io.Reader) (admission.Interface, error) {
+		return labeler{admission.NewHandler(admission.Create)}, nil
+	})
 	plugins.Register(recordingPlugin, func(io.Reader) (admission.Interface, error) { return rec, nil })
 	invalid := apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), "web", field.ErrorList{
 		field.Required(field.NewPath("spec", "containers").Index(0).Child("image"), "an image is required"),
@@ -188,7 +220,7 @@ func newFixtureWithConfig(t testing.TB, admissionConfig string, objects []runtim
 	}
 	host, err := webhook.New(webhook.Options{
 		Plugins:      plugins,
-		Enabled:      []string{"PodPreset", "NodeRestriction", "LocationMutator", invalidPlugin, plainPlugin, recordingPlugin},
+		Enabled:      []string{"PodPreset", "NodeRestriction", "LocationMutator", invalidPlugin, plainPlugin, recordingPlugin, labelingPlugin},
 		ConfigFile:   configFile,
 		Initializers: initializers,
 		Informers:    []webhook.InformerFactory{kubeInformers, settingsInformers},

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,11 +37,15 @@ import (
 const maxReviewBytes = 8 << 20
 
 // Handler serves the plugins' webhook paths, /healthz, /readyz and
-// /metrics.
+// /metrics. A webhook path names one plugin or a chain of them, one path
+// segment each (/mutate/podpreset/locationmutator): kube-apiserver takes a
+// service path whose every segment is a lower-case DNS-1123 subdomain, so
+// a segment per plugin is the one way a webhook configuration can name
+// several.
 func (h *Host) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /mutate/{plugin}", func(w http.ResponseWriter, r *http.Request) { h.serveReview(w, r, Mutate) })
-	mux.HandleFunc("POST /validate/{plugin}", func(w http.ResponseWriter, r *http.Request) { h.serveReview(w, r, Validate) })
+	mux.HandleFunc("POST /mutate/{plugins...}", func(w http.ResponseWriter, r *http.Request) { h.serveReview(w, r, Mutate) })
+	mux.HandleFunc("POST /validate/{plugins...}", func(w http.ResponseWriter, r *http.Request) { h.serveReview(w, r, Validate) })
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if err := h.Ready(); err != nil {
@@ -54,8 +59,9 @@ func (h *Host) Handler() http.Handler {
 }
 
 // serveReview answers one AdmissionReview. A body that is not an
-// AdmissionReview v1 with a request gets 400, a plugin not served in the
-// phase 404, each with a metav1.Status saying why; everything the plugin
+// AdmissionReview v1 with a request gets 400, a path naming a plugin not
+// served in the phase, or one plugin twice, 404, each with a metav1.Status
+// saying why; everything the plugin
 // decides, refusals included, is a 200 with the review's response.
 func (h *Host) serveReview(w http.ResponseWriter, r *http.Request, phase Phase) {
 	req, err := readReview(w, r)
@@ -65,7 +71,7 @@ func (h *Host) serveReview(w http.ResponseWriter, r *http.Request, phase Phase) 
 		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
 		return
 	}
-	resp, err := h.Review(r.Context(), phase, r.PathValue("plugin"), req)
+	resp, err := h.Review(r.Context(), phase, req, strings.Split(r.PathValue("plugins"), "/")...)
 	switch {
 	case errors.Is(err, ErrNotServed):
 		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, err.Error())

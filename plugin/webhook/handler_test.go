@@ -68,6 +68,12 @@ func TestHandler(t *testing.T) {
 		{"mutating review", http.MethodPost, "/mutate/PodPreset", reviewBody(t, podCreate(t, "u", webPod())), 200, `"patchType":"JSONPatch"`},
 		// The paths of hack/manifests: kube-apiserver accepts only lower-case service paths.
 		{"mutating review, lower-case path", http.MethodPost, "/mutate/podpreset", reviewBody(t, podCreate(t, "u2", webPod())), 200, `"patchType":"JSONPatch"`},
+		// hack/manifests' pods webhook: both plugins in one review.
+		{"chain", http.MethodPost, "/mutate/podpreset/locationmutator", reviewBody(t, podCreate(t, "u3", webPod())), 200, `"auditAnnotations":{"mutations":"Assign/always-pull,AssignMetadata/owner"}`},
+		{"validating chain", http.MethodPost, "/validate/locationmutator/TestRecording", reviewBody(t, podCreate(t, "u", webPod())), 200, `"allowed":true`},
+		{"chain naming a plugin twice", http.MethodPost, "/mutate/podpreset/PodPreset", reviewBody(t, podCreate(t, "u", webPod())), 404, `\"PodPreset\" is named twice in \"podpreset/PodPreset\"`},
+		{"chain with a plugin not served in the phase", http.MethodPost, "/mutate/podpreset/noderestriction", reviewBody(t, podCreate(t, "u", webPod())), 404, `\"noderestriction\": not served as a mutate webhook`},
+		{"empty segment", http.MethodPost, "/mutate/podpreset/", reviewBody(t, podCreate(t, "u", webPod())), 404, `\"\": not served`},
 		{"validating review", http.MethodPost, "/validate/LocationMutator", reviewBody(t, podCreate(t, "u", webPod())), 200, `"allowed":true`},
 		{"not served in the phase", http.MethodPost, "/validate/PodPreset", reviewBody(t, podCreate(t, "u", webPod())), 404, `\"PodPreset\": not served as a validate webhook`},
 		{"unknown plugin", http.MethodPost, "/mutate/Nope", reviewBody(t, podCreate(t, "u", webPod())), 404, "not served"},
@@ -113,10 +119,15 @@ func FuzzHandler(f *testing.F) {
 	f.Add(uint8(1), []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"UPDATE","kind":{"version":"v1","kind":"Node"},"resource":{"version":"v1","resource":"nodes"},"subResource":"status","name":"n","userInfo":{"username":"system:node:n","groups":["system:nodes"]},"object":{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"}},"oldObject":{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"}},"options":{"apiVersion":"meta.k8s.io/v1","kind":"UpdateOptions"}}}`))
 	f.Add(uint8(3), []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CONNECT","kind":{"version":"v1","kind":"PodExecOptions"},"resource":{"version":"v1","resource":"pods"},"subResource":"exec","options":{"kind":"Nope"}}}`))
 	f.Add(uint8(2), []byte(`{"apiVersion":"admission.k8s.io/v1"`))
+	// The chains: the pod create of hack/manifests' pods webhook, and a
+	// kubelet's node update through both validators.
+	f.Add(uint8(4), reviewBody(f, podCreate(f, "u", webPod())))
+	f.Add(uint8(5), []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"UPDATE","kind":{"version":"v1","kind":"Node"},"resource":{"version":"v1","resource":"nodes"},"name":"n","userInfo":{"username":"system:node:n","groups":["system:nodes"]},"object":{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"}},"oldObject":{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"}},"options":{"apiVersion":"meta.k8s.io/v1","kind":"UpdateOptions"}}}`))
 
 	fx := newFixture(f, []runtime.Object{namespace("prod")}, envPreset("p", "X", "1"))
 	h := fx.host.Handler()
-	paths := []string{"/mutate/PodPreset", "/validate/NodeRestriction", "/mutate/LocationMutator", "/validate/LocationMutator"}
+	paths := []string{"/mutate/PodPreset", "/validate/NodeRestriction", "/mutate/LocationMutator", "/validate/LocationMutator",
+		"/mutate/podpreset/locationmutator", "/validate/locationmutator/noderestriction"}
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		rec := post(t, h, paths[int(which)%len(paths)], body)
 		out, _ := io.ReadAll(rec.Body)

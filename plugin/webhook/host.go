@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -242,17 +243,27 @@ func (h *Host) Start(stop <-chan struct{}) {
 // the phase asked for.
 var ErrNotServed = errors.New("not served")
 
-// Review judges req with the plugin name in phase, as kube-apiserver's
-// admission chain would run the plugin in-process, and returns the response
-// a webhook gives kube-apiserver. An error means the request could not be
-// judged at all: the plugin is not served in that phase (ErrNotServed), or
-// req is malformed (no UID, an unknown operation). What the plugin refuses,
+// Review judges req with the plugins named, in that order, in phase, as
+// kube-apiserver's admission chain runs its in-tree plugins in-process, and
+// returns the one response a webhook gives kube-apiserver: the object is
+// decoded once, each plugin that handles the operation runs on the same
+// attributes, the first refusal ends the review, and a mutating review
+// answers one JSONPatch of everything the plugins changed, with the
+// warnings and audit annotations of every plugin that ran. One webhook
+// call then does what would otherwise take one call per plugin, and a
+// later plugin's change does not make kube-apiserver call an earlier
+// plugin's webhook again, which in-process it would not run again either.
+// One plugin is a chain of one.
+//
+// An error means the request could not be judged at all: a plugin is not
+// served in that phase or is named twice (ErrNotServed), or req is
+// malformed (no UID, an unknown operation). What a plugin refuses,
 // including an object it cannot decode, is a response with Allowed false.
 //
 // Review does no I/O of its own; the plugins may (a lookup through their
 // clients, an Event).
-func (h *Host) Review(ctx context.Context, phase Phase, name string, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, error) {
-	p, err := h.served(phase, name)
+func (h *Host) Review(ctx context.Context, phase Phase, req *admissionv1.AdmissionRequest, plugins ...string) (*admissionv1.AdmissionResponse, error) {
+	c, err := h.chain(phase, plugins)
 	if err != nil {
 		return nil, err
 	}
@@ -260,18 +271,52 @@ func (h *Host) Review(ctx context.Context, phase Phase, name string, req *admiss
 		return nil, err
 	}
 	start := time.Now()
-	resp := h.review(ctx, phase, p, req)
+	resp, took := h.review(ctx, phase, c, req, start)
 	var code int32
 	if !resp.Allowed {
 		code = resp.Result.Code
 	}
-	observeReview(p.name, phase, string(req.Operation), code, time.Since(start))
+	observeChain(c, phase, string(req.Operation), code, took)
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
-		logger.Info("Admission review", "plugin", p.name, "phase", phase, "uid", req.UID, "operation", req.Operation,
+		logger.Info("Admission review", "plugins", c.key, "phase", phase, "uid", req.UID, "operation", req.Operation,
 			"resource", req.Resource, "subresource", req.SubResource, "namespace", req.Namespace, "name", req.Name,
 			"allowed", resp.Allowed, "code", code, "patched", len(resp.Patch) > 0, "warnings", len(resp.Warnings))
 	}
 	return resp, nil
+}
+
+// chain is the plugins of one review, in the order they run.
+type chain struct {
+	plugins []*servedPlugin
+	// key names the chain by its plugins' registered names, joined by "/":
+	// the request states of its reviews are kept under it, so that a
+	// chain's reviews share one state per request, as the plugins of
+	// kube-apiserver's chain share one reinvocation context, and a chain
+	// of one plugin keeps the key it always had.
+	key string
+}
+
+func (h *Host) chain(phase Phase, names []string) (*chain, error) {
+	if len(names) == 0 {
+		return nil, fmt.Errorf("no admission plugin named: %w as a %s webhook", ErrNotServed, phase)
+	}
+	c := &chain{plugins: make([]*servedPlugin, 0, len(names))}
+	keys := make([]string, 0, len(names))
+	for _, name := range names {
+		p, err := h.served(phase, name)
+		if err != nil {
+			return nil, err
+		}
+		// A plugin runs once in kube-apiserver's chain; twice in one review
+		// it would see its own changes as another request's.
+		if slices.Contains(c.plugins, p) {
+			return nil, fmt.Errorf("admission plugin %q is named twice in %q: %w as a %s webhook", name, strings.Join(names, "/"), ErrNotServed, phase)
+		}
+		c.plugins = append(c.plugins, p)
+		keys = append(keys, p.name)
+	}
+	c.key = strings.Join(keys, "/")
+	return c, nil
 }
 
 func (h *Host) served(phase Phase, name string) (*servedPlugin, error) {

@@ -47,7 +47,7 @@ var (
 		Namespace: metricsNamespace,
 		Subsystem: metricsSubsystem,
 		Name:      "review_duration_seconds",
-		Help:      "Time to answer an admission review, from its decoded request to its response, by plugin and phase.",
+		Help:      "Time to answer an admission review, from its decoded request to its response, by plugin and phase; a review of several plugins is shared out among them (see observeChain).",
 		// From 25 µs to about 0.8 s: a plugin answers in microseconds, the
 		// default webhook timeout is seconds.
 		Buckets:        metrics.ExponentialBuckets(25e-6, 2, 16),
@@ -77,7 +77,31 @@ func registerMetrics() {
 	})
 }
 
-// observeReview records one answered review.
+// observeChain records one answered review per plugin of the chain that
+// the review reached: each counts as allowed, but the last one reached when
+// the review was refused, which counts as the refusal. Plugins after a
+// refusal did not run and count nothing, as a webhook of theirs would not
+// have been called.
+//
+// A chain's time goes to its plugins so that their durations add up to
+// the review's: each plugin's is from the end of the plugin before it to
+// the end of its own Admit or Validate; decoding the request is the first
+// plugin's that handles the operation (it is decoded for that plugin), and
+// encoding the result and computing the patch are the last plugin's. A
+// plugin reviewed alone so keeps the whole review's time, as before
+// chains; in a chain a plugin's own slowness shows as its own, and the
+// shared work at the ends is not counted twice.
+func observeChain(c *chain, phase Phase, operation string, refusalCode int32, took []time.Duration) {
+	for i, d := range took {
+		var code int32
+		if i == len(took)-1 {
+			code = refusalCode
+		}
+		observeReview(c.plugins[i].name, phase, operation, code, d)
+	}
+}
+
+// observeReview records one plugin's part of an answered review.
 func observeReview(plugin string, phase Phase, operation string, refusalCode int32, took time.Duration) {
 	result := "allowed"
 	if refusalCode != 0 {

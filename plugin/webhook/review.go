@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,54 +30,96 @@ import (
 	"k8s.io/apiserver/pkg/warning"
 )
 
-// review runs the plugin on the request and builds the response. The
+// review runs the chain's plugins on the request and builds the response,
+// and returns how long each plugin reached took (see observeChain). The
 // reviews of one request run one at a time, in the request's state.
-func (h *Host) review(ctx context.Context, phase Phase, p *servedPlugin, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+func (h *Host) review(ctx context.Context, phase Phase, c *chain, req *admissionv1.AdmissionRequest, start time.Time) (*admissionv1.AdmissionResponse, []time.Duration) {
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+	took := make([]time.Duration, 0, len(c.plugins))
+	lapStart := start
+	lap := func() {
+		now := time.Now()
+		took = append(took, now.Sub(lapStart))
+		lapStart = now
+	}
 	operation := admission.Operation(req.Operation)
-	if !p.plugin.Handles(operation) {
-		return resp
-	}
-	attrs, err := h.newAttributes(req)
-	if err != nil {
-		return refuse(resp, err)
-	}
-	state, recognized := h.reinvocations.state(p.name, req, phase == Mutate)
-	state.mu.Lock()
-	defer state.mu.Unlock()
-	attrs.reinvocation = state.begin(req, phase == Mutate, recognized)
-
+	var (
+		attrs  *attributes
+		state  *requestState
+		before []byte
+	)
 	warnings := &warningRecorder{}
-	ctx = warning.WithWarningRecorder(ctx, warnings)
-	if phase == Mutate {
-		err = h.admit(ctx, p.mutator, attrs, state, resp)
-	} else {
-		err = p.validator.Validate(ctx, attrs, h.objectInterfaces)
+	var err error
+	for _, p := range c.plugins {
+		if !p.plugin.Handles(operation) {
+			lap()
+			continue
+		}
+		// The request is decoded for the first plugin that handles it, so
+		// that a chain none of whose plugins handles the operation decodes
+		// nothing; the plugins after it get the same attributes, as
+		// kube-apiserver hands its chain's plugins one.
+		if attrs == nil {
+			if attrs, state, before, err = h.begin(phase, c, req); err != nil {
+				lap()
+				return refuse(resp, err), took
+			}
+			defer state.mu.Unlock()
+			ctx = warning.WithWarningRecorder(ctx, warnings)
+		}
+		if phase == Mutate {
+			err = p.mutator.Admit(ctx, attrs, h.objectInterfaces)
+		} else {
+			err = p.validator.Validate(ctx, attrs, h.objectInterfaces)
+		}
+		lap()
+		if err != nil {
+			break
+		}
 	}
+	if attrs == nil {
+		return resp, took
+	}
+	if err == nil && before != nil {
+		err = h.patch(attrs, state, before, resp)
+	}
+	// What closes the review (encoding, the patch) is the last plugin's.
+	took[len(took)-1] += time.Since(lapStart)
 	resp.Warnings = warnings.warnings
 	resp.AuditAnnotations = attrs.auditAnnotations()
 	if err != nil {
 		resp.Patch, resp.PatchType = nil, nil
-		return refuse(resp, err)
+		return refuse(resp, err), took
 	}
-	return resp
+	return resp, took
 }
 
-// admit runs a mutating plugin and puts the JSONPatch of what it changed
-// into resp, and notes what it wrote in the request's state.
-func (h *Host) admit(ctx context.Context, plugin admission.MutationInterface, attrs *attributes, state *requestState, resp *admissionv1.AdmissionResponse) error {
-	obj := attrs.GetObject()
-	if obj == nil {
-		return plugin.Admit(ctx, attrs, h.objectInterfaces)
-	}
-	before, err := h.encode(attrs, obj)
+// begin decodes the request into the attributes the chain's plugins share,
+// with the request's reinvocation context, returns the request's state
+// locked, and, for a mutating review of an object, the encoding the patch
+// is taken against.
+func (h *Host) begin(phase Phase, c *chain, req *admissionv1.AdmissionRequest) (*attributes, *requestState, []byte, error) {
+	attrs, err := h.newAttributes(req)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
-	if err := plugin.Admit(ctx, attrs, h.objectInterfaces); err != nil {
-		return err
+	state, recognized := h.reinvocations.state(c.key, req, phase == Mutate)
+	state.mu.Lock()
+	attrs.reinvocation = state.begin(req, phase == Mutate, recognized)
+	var before []byte
+	if obj := attrs.GetObject(); phase == Mutate && obj != nil {
+		if before, err = h.encode(attrs, obj); err != nil {
+			state.mu.Unlock()
+			return nil, nil, nil, err
+		}
 	}
-	after, err := h.encode(attrs, obj)
+	return attrs, state, before, nil
+}
+
+// patch puts the JSONPatch from before to the object the plugins changed
+// into resp, and notes what it wrote in the request's state.
+func (h *Host) patch(attrs *attributes, state *requestState, before []byte, resp *admissionv1.AdmissionResponse) error {
+	after, err := h.encode(attrs, attrs.GetObject())
 	if err != nil {
 		return err
 	}

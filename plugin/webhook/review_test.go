@@ -41,9 +41,16 @@ import (
 
 func review(t testing.TB, h *webhook.Host, phase webhook.Phase, plugin string, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	t.Helper()
-	resp, err := h.Review(context.Background(), phase, plugin, req)
+	return reviewChain(t, h, phase, req, plugin)
+}
+
+// reviewChain reviews req with the plugins in one review, as the webhook
+// path naming them all does.
+func reviewChain(t testing.TB, h *webhook.Host, phase webhook.Phase, req *admissionv1.AdmissionRequest, plugins ...string) *admissionv1.AdmissionResponse {
+	t.Helper()
+	resp, err := h.Review(context.Background(), phase, req, plugins...)
 	if err != nil {
-		t.Fatalf("Review(%s, %s): %v", phase, plugin, err)
+		t.Fatalf("Review(%s, %v): %v", phase, plugins, err)
 	}
 	if resp.UID != req.UID {
 		t.Fatalf("response uid %q, request uid %q", resp.UID, req.UID)
@@ -240,11 +247,11 @@ func TestReviewRefusals(t *testing.T) {
 		t.Errorf("undecodable object: allowed %v, %v", undecodable.Allowed, undecodable.Result)
 	}
 
-	if _, err := f.host.Review(context.Background(), webhook.Mutate, "NodeRestriction", req); !errors.Is(err, webhook.ErrNotServed) {
+	if _, err := f.host.Review(context.Background(), webhook.Mutate, req, "NodeRestriction"); !errors.Is(err, webhook.ErrNotServed) {
 		t.Errorf("NodeRestriction as a mutating webhook: %v, want ErrNotServed", err)
 	}
 	noUID := podCreate(t, "", webPod())
-	if _, err := f.host.Review(context.Background(), webhook.Mutate, "PodPreset", noUID); err == nil {
+	if _, err := f.host.Review(context.Background(), webhook.Mutate, noUID, "PodPreset"); err == nil {
 		t.Error("a request without uid was judged")
 	}
 }
@@ -284,7 +291,7 @@ func TestReviewConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := f.host.Review(context.Background(), webhook.Mutate, "PodPreset", req)
+			resp, err := f.host.Review(context.Background(), webhook.Mutate, req, "PodPreset")
 			if err != nil || len(resp.Patch) == 0 {
 				t.Errorf("review %d: %v, %+v", i, err, resp)
 			}

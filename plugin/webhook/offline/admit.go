@@ -20,6 +20,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -47,7 +48,7 @@ type Result struct {
 
 // Admit judges obj as a create by requester (nil: an anonymous admin):
 // the defaults of its decoding, then every mutating plugin in chain order,
-// each one's patch applied before the next, then every validating plugin.
+// each changing what the one before it left, then every validating plugin.
 // An error means obj could not be judged (a namespace it needs was not
 // given, or it is not an object).
 func (a *Admitter) Admit(ctx context.Context, obj *unstructured.Unstructured, requester user.Info) (*Result, error) {
@@ -82,7 +83,10 @@ func (a *Admitter) withDefaults(obj *unstructured.Unstructured) (*unstructured.U
 }
 
 // review runs obj as one create request through the mutating plugins, then
-// the validating ones, by Host.Review.
+// the validating ones, each phase one Host.Review of its plugins in chain
+// order: the review the webhook server answers on a path naming them all,
+// and the one way kube-apiserver runs them in-process, where each plugin
+// changes the object the one before it left.
 func (a *Admitter) review(ctx context.Context, obj *unstructured.Unstructured, requester user.Info, mutating, validating []string) (*Result, error) {
 	raw, err := json.Marshal(obj.Object)
 	if err != nil {
@@ -90,9 +94,15 @@ func (a *Admitter) review(ctx context.Context, obj *unstructured.Unstructured, r
 	}
 	req := newCreate(obj, requester)
 	result := &Result{}
-	for _, name := range mutating {
+	for _, phase := range []struct {
+		phase   webhook.Phase
+		plugins []string
+	}{{webhook.Mutate, mutating}, {webhook.Validate, validating}} {
+		if len(phase.plugins) == 0 {
+			continue
+		}
 		req.Object.Raw = raw
-		resp, err := a.host.Review(ctx, webhook.Mutate, name, req)
+		resp, err := a.host.Review(ctx, phase.phase, req, phase.plugins...)
 		if err != nil {
 			return nil, err
 		}
@@ -103,20 +113,8 @@ func (a *Admitter) review(ctx context.Context, obj *unstructured.Unstructured, r
 		}
 		if len(resp.Patch) > 0 {
 			if raw, err = applyPatch(raw, resp.Patch); err != nil {
-				return nil, fmt.Errorf("%s's patch: %w", name, err)
+				return nil, fmt.Errorf("the patch of %s: %w", strings.Join(phase.plugins, ", "), err)
 			}
-		}
-	}
-	req.Object.Raw = raw
-	for _, name := range validating {
-		resp, err := a.host.Review(ctx, webhook.Validate, name, req)
-		if err != nil {
-			return nil, err
-		}
-		result.Warnings = append(result.Warnings, resp.Warnings...)
-		if !resp.Allowed {
-			result.Refusal = resp.Result
-			return result, nil
 		}
 	}
 	result.Object = &unstructured.Unstructured{}

@@ -98,14 +98,14 @@ func (a *Admitter) checkMutators(ctx context.Context, mutators []*unstructured.U
 		if err != nil {
 			return &InputError{Object: describe(m), Err: err}
 		}
-		resp, err := a.host.Review(ctx, webhook.Validate, locationmutator.PluginName, &admissionv1.AdmissionRequest{
+		resp, err := a.host.Review(ctx, webhook.Validate, &admissionv1.AdmissionRequest{
 			UID:       newUID(),
 			Kind:      metav1.GroupVersionKind(gvk),
 			Resource:  metav1.GroupVersionResource(resource),
 			Name:      m.GetName(),
 			Operation: admissionv1.Create,
 			Object:    runtime.RawExtension{Raw: raw},
-		})
+		}, locationmutator.PluginName)
 		if err != nil {
 			return &InputError{Object: describe(m), Err: err}
 		}

@@ -23,8 +23,8 @@ limitations under the License.
 // to the plugins by webhook.NewInitializers as a server's live clients
 // are), checks each preset and mutator the way the server refuses a bad
 // one, starts the host and waits for every plugin's caches. Admit then
-// judges each object as a create: every mutating plugin in the chain order,
-// with the JSONPatch it returns applied before the next, then every
-// validating plugin, and returns the object admitted with the warnings, or
-// the refusal.
+// judges each object as a create: every mutating plugin in the chain order
+// in one review, as the webhook server answers a path naming them all,
+// with the JSONPatch it returns applied, then every validating plugin, and
+// returns the object admitted with the warnings, or the refusal.
 package offline

@@ -16,8 +16,9 @@ limitations under the License.
 
 // Command admitkit-webhook serves admitkit's admission plugins to a stock
 // kube-apiserver as admission webhooks (package plugin/webhook): POST
-// /mutate/<plugin> and /validate/<plugin> over TLS, with /healthz, /readyz
-// and /metrics. It reaches the API server with --kubeconfig, or in a pod
+// /mutate/<plugin> and /validate/<plugin> over TLS (or a chain of plugins
+// in one review, /mutate/<plugin>/<plugin>...), with /healthz, /readyz and
+// /metrics. It reaches the API server with --kubeconfig, or in a pod
 // with its service account.
 package main
 

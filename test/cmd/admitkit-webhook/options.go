@@ -104,7 +104,7 @@ func (o *options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "The serving certificate (PEM), with its intermediates, read again every minute. Unset: the server makes its own (--cert-secret).")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "The serving certificate's private key (PEM).")
 	fs.StringVar(&o.ConfigFile, "admission-control-config-file", o.ConfigFile, "An AdmissionConfiguration (kube-apiserver's format) with the plugins' configuration.")
-	fs.StringSliceVar(&o.Plugins, "plugins", o.Plugins, "The admission plugins to serve, each at /mutate/<name> and/or /validate/<name>.")
+	fs.StringSliceVar(&o.Plugins, "plugins", o.Plugins, "The admission plugins to serve, each at /mutate/<name> and/or /validate/<name>, and in chains at /mutate/<name>/<name>...")
 	fs.StringVar(&o.Identity, "identity", o.Identity, "The identity the plugins write their status entries under; unique per replica.")
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay-duration", o.ShutdownDelay, "On SIGTERM, how long /readyz fails while requests are still served, so that the Service stops sending new ones before the server stops.")
 	o.Cert.AddFlags(fss.FlagSet("serving certificate"))

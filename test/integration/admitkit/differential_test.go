@@ -144,6 +144,7 @@ func sendDiffRequest(t *testing.T, h *host, req diffRequest) diffOutcome {
 	out := diffOutcome{Warnings: warnings.all()}
 	if err != nil {
 		out.Refusal = refusalOf(t, req.name, err)
+		checkDenyingWebhook(t, h, req, err)
 		return out
 	}
 	out.Response = normalizeObject(got.Object)
@@ -185,7 +186,20 @@ func resourceOf(t *testing.T, cfg *rest.Config, req diffRequest) dynamic.Resourc
 
 // webhookDenial is how kube-apiserver words a refusal by a webhook before
 // the webhook's own message (README, "What differs from in-process").
-var webhookDenial = regexp.MustCompile(`admission webhook "[^"]+" denied the request: `)
+var webhookDenial = regexp.MustCompile(`admission webhook "([^"]+)" denied the request: `)
+
+// checkDenyingWebhook: on the webhook host, a pod create that admitkit's
+// plugins refuse is refused by the webhook that runs them both.
+func checkDenyingWebhook(t *testing.T, h *host, req diffRequest, err error) {
+	t.Helper()
+	m := webhookDenial.FindStringSubmatch(err.Error())
+	if h.webhook == nil || m == nil || req.resource != podsGVR || req.update {
+		return
+	}
+	if m[1] != podWebhook {
+		t.Errorf("%s: refused by the webhook %q, want %q: %v", req.name, m[1], podWebhook, err)
+	}
+}
 
 func refusalOf(t *testing.T, name string, err error) *diffRefusal {
 	t.Helper()

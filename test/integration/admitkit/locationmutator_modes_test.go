@@ -115,8 +115,8 @@ func checkWarnedPodAudited(t *testing.T, h *host, ns string) {
 		}
 		for _, e := range events {
 			if e.Verb == "create" && e.ObjectRef != nil && e.ObjectRef.Resource == "pods" && e.ObjectRef.Namespace == ns && e.ObjectRef.Name == "lm-warned" && e.Stage == "ResponseComplete" {
-				if got := e.Annotations[locationmutator.UnenforcedAnnotationKey]; got != wantAudit {
-					t.Fatalf("audit annotation %s = %q, want %q", locationmutator.UnenforcedAnnotationKey, got, wantAudit)
+				if key := h.podCreateAuditKey(locationmutator.UnenforcedAnnotationKey); e.Annotations[key] != wantAudit {
+					t.Fatalf("audit annotation %s = %q, want %q (all: %v)", key, e.Annotations[key], wantAudit, e.Annotations)
 				}
 				return true
 			}

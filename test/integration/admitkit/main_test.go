@@ -323,6 +323,21 @@ func (h *host) mustKubectl(t *testing.T, stdin string, args ...string) framework
 	return r
 }
 
+// podWebhook is the webhook of hack/manifests that runs PodPreset and
+// LocationMutator on a pod create.
+const podWebhook = "pods.admission.admitkit.io"
+
+// podCreateAuditKey is the key under which the host's audit log records
+// key, an audit annotation a plugin adds to a pod create: the plugin's own
+// in-process, and on a stock kube-apiserver "<webhook name>/<name>", the
+// webhook being the one that runs both plugins on pod creates.
+func (h *host) podCreateAuditKey(key string) string {
+	if h.webhook == nil {
+		return key
+	}
+	return podWebhook + "/" + key[strings.LastIndex(key, "/")+1:]
+}
+
 // inProcess is the custom build's host, for the tests that run on it alone.
 func inProcess() *host { return hosts[0] }
 

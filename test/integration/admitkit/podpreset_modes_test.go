@@ -79,8 +79,8 @@ spec:
 		}
 		for _, e := range events {
 			if e.Verb == "create" && e.ObjectRef != nil && e.ObjectRef.Resource == "pods" && e.ObjectRef.Name == "warned" && e.Stage == "ResponseComplete" {
-				if got := e.Annotations[podpreset.UnenforcedAnnotationKey]; got != wantAudit {
-					t.Fatalf("audit annotation %s = %q, want %q", podpreset.UnenforcedAnnotationKey, got, wantAudit)
+				if key := h.podCreateAuditKey(podpreset.UnenforcedAnnotationKey); e.Annotations[key] != wantAudit {
+					t.Fatalf("audit annotation %s = %q, want %q (all: %v)", key, e.Annotations[key], wantAudit, e.Annotations)
 				}
 				return true
 			}
