@@ -330,7 +330,7 @@ func (p *Plugin) target(a admission.Attributes, accessor metav1.Object) match.Ta
 		Namespace:       a.GetNamespace(),
 		Name:            accessor.GetName(),
 		GenerateName:    accessor.GetGenerateName(),
-		Labels:          labels.Set(accessor.GetLabels()),
+		Labels:          labelsOf(accessor),
 		NamespaceLabels: p.namespaceLabels,
 	}
 	if t.Namespace == "" {
@@ -343,6 +343,19 @@ func (p *Plugin) target(a admission.Attributes, accessor metav1.Object) match.Ta
 		t.Name = a.GetName()
 	}
 	return t
+}
+
+// labelsOf is the object's labels for the matchers. An unstructured
+// object's are read in place, as the mutation passes after the first read
+// them: its GetLabels copies the map on every call (a thirtieth of what a
+// custom resource's request allocated). In place, a label an
+// AssignMetadata adds is seen by the mutators after it in the same pass,
+// as on a typed object, whose GetLabels returns its own map.
+func labelsOf(accessor metav1.Object) labels.Labels {
+	if u, ok := accessor.(*unstructured.Unstructured); ok {
+		return mutation.UnstructuredLabels(u.Object)
+	}
+	return labels.Set(accessor.GetLabels())
 }
 
 // mutate runs the candidates on the request's object and, when they

@@ -30,7 +30,8 @@ const slabChunk = 16
 type slab[T any] struct {
 	chunks []*[slabChunk]T
 	used   int
-	// peak is the most values used since the last clear.
+	// peak is the most values a finished walk used since the last clear,
+	// kept by reset and clear rather than by every next.
 	peak int
 }
 
@@ -47,17 +48,20 @@ func (s *slab[T]) next() *T {
 	}
 	p := &s.chunks[c][s.used%slabChunk]
 	s.used++
-	s.peak = max(s.peak, s.used)
 	return p
 }
 
 // reset rewinds s: the next put reuses the first value.
-func (s *slab[T]) reset() { s.used = 0 }
+func (s *slab[T]) reset() {
+	s.peak = max(s.peak, s.used)
+	s.used = 0
+}
 
 // clear zeroes what was used, so that the slab refers to nothing, and
 // resets it. Only what was used: zeroing values with pointers while the
 // GC marks goes through its write barrier, value by value.
 func (s *slab[T]) clear() {
+	s.peak = max(s.peak, s.used)
 	for i := 0; i < s.peak; i += slabChunk {
 		clear(s.chunks[i/slabChunk][:min(slabChunk, s.peak-i)])
 	}

@@ -472,6 +472,11 @@ func describe(t *match.Target) string {
 	return objectname.Of(t.GVK.GroupKind(), t.Namespace, t.Name, t.GenerateName)
 }
 
+// UnstructuredLabels presents metadata.labels of an unstructured object
+// to selectors, as the passes after the first read them, without the copy
+// unstructured.Unstructured's GetLabels makes on every call.
+func UnstructuredLabels(obj map[string]any) labels.Labels { return labelsOf(obj) }
+
 // labelsOf reads metadata.labels from an unstructured object without
 // copying it.
 func labelsOf(obj map[string]any) labelMap {

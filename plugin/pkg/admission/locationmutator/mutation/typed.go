@@ -382,7 +382,24 @@ type typedMapEntry struct {
 
 func (s *typedMapEntry) get() reflect.Value { return s.m.MapIndex(s.key) }
 
+// stringMapType is the type of labels, annotations and selectors.
+var stringMapType = reflect.TypeFor[map[string]string]()
+
+// lookupString reads the entry of a map[string]string (ok) without
+// MapIndex, which copies every string it finds into an allocation of its
+// own: a request reads labels and annotations on every pass.
+func (s *typedMapEntry) lookupString() (value string, found, ok bool) {
+	if s.m.Type() != stringMapType {
+		return "", false, false
+	}
+	value, found = s.m.Interface().(map[string]string)[s.key.String()]
+	return value, found, true
+}
+
 func (s *typedMapEntry) exists() bool {
+	if _, found, ok := s.lookupString(); ok {
+		return found
+	}
 	e := s.get()
 	if !e.IsValid() {
 		return false
@@ -420,11 +437,18 @@ func (s *typedMapEntry) list() (list, bool) {
 }
 
 func (s *typedMapEntry) holds(v any) bool {
+	if cur, found, ok := s.lookupString(); ok {
+		want, isString := v.(string)
+		return found && isString && cur == want
+	}
 	e := s.get()
 	return e.IsValid() && typedEqual(e, s.info, v)
 }
 
 func (s *typedMapEntry) str() (string, bool) {
+	if cur, found, ok := s.lookupString(); ok {
+		return cur, found
+	}
 	e := s.get()
 	if !e.IsValid() {
 		return "", false
