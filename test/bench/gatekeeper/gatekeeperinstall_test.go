@@ -33,8 +33,9 @@ const gatekeeperModule = "github.com/open-policy-agent/gatekeeper/v3"
 // 127.0.0.1 running only the mutation webhook, signed in as its service
 // account, then its MutatingWebhookConfiguration pointed at it, with
 // Gatekeeper's own settings (failurePolicy Ignore, timeoutSeconds 1,
-// reinvocation Never).
-func installGatekeeper(t *testing.T, s *stockServer, bins binaries) {
+// reinvocation Never). It returns the URLs of its webhook server and of
+// its metrics.
+func installGatekeeper(t *testing.T, s *stockServer, bins binaries) (webhookURL, metricsURL string) {
 	t.Helper()
 	objs := readObjects(t, filepath.Join(moduleDir(t, gatekeeperModule), "deploy", "gatekeeper.yaml"))
 	createObjects(t, s.objects, ofKinds(objs, baseKinds...))
@@ -62,6 +63,7 @@ func installGatekeeper(t *testing.T, s *stockServer, bins binaries) {
 		}
 	}
 	createObjects(t, s.objects, hooks)
+	return "https://127.0.0.1:" + webhook, "http://127.0.0.1:" + metrics + "/metrics"
 }
 
 // moduleDir is where the module cache holds module, at the version this
