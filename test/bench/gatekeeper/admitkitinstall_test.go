@@ -42,9 +42,9 @@ var baseKinds = []string{"Namespace", "CustomResourceDefinition", "ServiceAccoun
 // baseKinds, then the webhook server as a process on 127.0.0.1 with the
 // manifests' plugins and plugin configuration (mutators watched from their
 // CRDs) signed in as the manifests' service account, then every webhook
-// configuration pointed at it. It returns the server's URL and the CA
-// its certificate is signed by.
-func installAdmitkit(t *testing.T, s *stockServer, bins binaries) (string, []byte) {
+// configuration pointed at it. It returns the server's URL, the CA its
+// certificate is signed by, and its process.
+func installAdmitkit(t *testing.T, s *stockServer, bins binaries) (string, []byte, *process) {
 	t.Helper()
 	objs := readObjects(t, admitkitManifests)
 	createObjects(t, s.objects, ofKinds(objs, baseKinds...))
@@ -62,7 +62,7 @@ func installAdmitkit(t *testing.T, s *stockServer, bins binaries) (string, []byt
 	waitServing(t, p, url+"/readyz", ca)
 	installAdmitkitHooks(t, s, url, ca)
 	waitForAdmitkitHooks(t, s)
-	return url, ca
+	return url, ca, p
 }
 
 // installAdmitkitHooks creates admitkit's webhook configurations of
