@@ -19,7 +19,6 @@ package webhook
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,6 +41,10 @@ type patchOperation struct {
 // host's types do not know (those of a newer kube-apiserver) are in
 // kube-apiserver's encoding alone and stay untouched.
 //
+// Both are the host's encodings, so valid JSON that encoding/json wrote:
+// the splitters check their structure only, and the patch carries pieces
+// of after as they are.
+//
 // Objects are compared key by key; a list element by element over the
 // shorter length, then extended or cut at its end. A list whose middle
 // gained an element therefore gets replaces of the later elements' fields
@@ -53,9 +56,17 @@ func diffJSON(before, after []byte) ([]patchOperation, error) {
 }
 
 // marshalPatch writes ops as a JSON Patch: a value for every add and
-// replace, null included, none for a remove.
+// replace, null included, none for a remove. The values are written as
+// they are: each is a piece of one of the host's own encodings, which
+// encoding/json wrote valid and compact, so compacting them again would
+// only scan them once more.
 func marshalPatch(ops []patchOperation) ([]byte, error) {
+	size := 2
+	for _, op := range ops {
+		size += len(`{"op":"","path":"","value":},`) + len(op.Op) + len(op.Path) + len(op.Value)
+	}
 	var buf bytes.Buffer
+	buf.Grow(size)
 	buf.WriteByte('[')
 	for i, op := range ops {
 		if i > 0 {
@@ -71,9 +82,7 @@ func marshalPatch(ops []patchOperation) ([]byte, error) {
 		buf.Write(path)
 		if op.Op != "remove" {
 			buf.WriteString(`,"value":`)
-			if err := json.Compact(&buf, op.Value); err != nil {
-				return nil, err
-			}
+			buf.Write(op.Value)
 		}
 		buf.WriteByte('}')
 	}
@@ -108,9 +117,6 @@ func diffValue(ops []patchOperation, path string, from, to []byte) ([]patchOpera
 		}
 		return diffList(ops, path, f, t)
 	}
-	if !json.Valid(to) {
-		return nil, fmt.Errorf("invalid JSON value at %q", path)
-	}
 	return append(ops, patchOperation{Op: "replace", Path: path, Value: to}), nil
 }
 
@@ -118,21 +124,34 @@ func isKind(v []byte, open byte) bool {
 	return len(v) > 0 && v[0] == open
 }
 
-func diffObject(ops []patchOperation, path string, from, to map[string][]byte) ([]patchOperation, error) {
-	for _, key := range sortedKeys(from) {
-		if _, kept := to[key]; !kept {
-			ops = append(ops, patchOperation{Op: "remove", Path: path + "/" + escapePointer(key)})
+// diffObject walks the members of from and to, both sorted by key, side
+// by side: first the removals, then the additions and the changes, each
+// in key order. A member's path is built only for a member that changed,
+// as most of them have not.
+func diffObject(ops []patchOperation, path string, from, to []member) ([]patchOperation, error) {
+	j := 0
+	for _, m := range from {
+		for j < len(to) && to[j].key < m.key {
+			j++
+		}
+		if j == len(to) || to[j].key != m.key {
+			ops = append(ops, patchOperation{Op: "remove", Path: path + "/" + escapePointer(m.key)})
 		}
 	}
+	i := 0
 	var err error
-	for _, key := range sortedKeys(to) {
-		child := path + "/" + escapePointer(key)
-		old, had := from[key]
-		if !had {
-			ops = append(ops, patchOperation{Op: "add", Path: child, Value: to[key]})
+	for _, m := range to {
+		for i < len(from) && from[i].key < m.key {
+			i++
+		}
+		if i == len(from) || from[i].key != m.key {
+			ops = append(ops, patchOperation{Op: "add", Path: path + "/" + escapePointer(m.key), Value: m.value})
 			continue
 		}
-		if ops, err = diffValue(ops, child, old, to[key]); err != nil {
+		if bytes.Equal(from[i].value, m.value) {
+			continue
+		}
+		if ops, err = diffValue(ops, path+"/"+escapePointer(m.key), from[i].value, m.value); err != nil {
 			return nil, err
 		}
 	}
@@ -143,6 +162,9 @@ func diffList(ops []patchOperation, path string, from, to [][]byte) ([]patchOper
 	common := min(len(from), len(to))
 	var err error
 	for i := range common {
+		if bytes.Equal(from[i], to[i]) {
+			continue
+		}
 		if ops, err = diffValue(ops, path+"/"+strconv.Itoa(i), from[i], to[i]); err != nil {
 			return nil, err
 		}

@@ -20,6 +20,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // The patch is computed between two encodings of one object, and decoding
@@ -28,15 +30,26 @@ import (
 // one level of a JSON value into its members' encodings, which are
 // compared as bytes and split further only where they differ. They keep
 // JSON's rules (strings with escapes, nesting) and report malformed input
-// as an error; they do not validate the members, which diffValue checks
-// before it writes one into a patch.
+// as an error; they do not validate the members' values, which encoding/json
+// wrote (see diffJSON).
 
 var errMalformed = errors.New("malformed JSON")
 
-// splitObject returns the members of a JSON object by key; a key given
-// twice keeps its last value, as encoding/json does.
-func splitObject(data []byte) (map[string][]byte, error) {
-	members := map[string][]byte{}
+// member is one member of a JSON object: its key, unquoted, and its
+// value's encoding.
+type member struct {
+	key   string
+	value []byte
+}
+
+// splitObject returns the members of a JSON object sorted by key; a key
+// given twice keeps its last value, as encoding/json does. A sorted slice
+// rather than a map: an object of a Kubernetes object has tens of members
+// at most, the diff walks two of them side by side in key order, and a
+// review splits one per changed level, so the maps' allocations were
+// most of the split's cost.
+func splitObject(data []byte) ([]member, error) {
+	var members []member
 	i := skipSpace(data, 1)
 	if i < len(data) && data[i] == '}' {
 		return members, expectEnd(data, i+1)
@@ -61,11 +74,27 @@ func splitObject(data []byte) (map[string][]byte, error) {
 		if end, err = skipValue(data, start); err != nil {
 			return nil, err
 		}
-		members[key] = data[start:end]
-		if i, err = nextMember(data, end, '}'); err != nil || i < 0 {
-			return members, err
+		members = append(members, member{key: key, value: data[start:end]})
+		if i, err = nextMember(data, end, '}'); err != nil {
+			return nil, err
+		}
+		if i < 0 {
+			return sortMembers(members), nil
 		}
 	}
+}
+
+// sortMembers sorts members by key, keeping of each key its last value.
+func sortMembers(members []member) []member {
+	slices.SortStableFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	out := members[:0]
+	for i, m := range members {
+		if i+1 < len(members) && members[i+1].key == m.key {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // splitArray returns the elements of a JSON array.

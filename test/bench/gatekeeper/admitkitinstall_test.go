@@ -42,8 +42,9 @@ var baseKinds = []string{"Namespace", "CustomResourceDefinition", "ServiceAccoun
 // baseKinds, then the webhook server as a process on 127.0.0.1 with the
 // manifests' plugins and plugin configuration (mutators watched from their
 // CRDs) signed in as the manifests' service account, then every webhook
-// configuration pointed at it.
-func installAdmitkit(t *testing.T, s *stockServer, bins binaries) {
+// configuration pointed at it. It returns the server's URL, the CA its
+// certificate is signed by, and its process.
+func installAdmitkit(t *testing.T, s *stockServer, bins binaries) (string, []byte, *process) {
 	t.Helper()
 	objs := readObjects(t, admitkitManifests)
 	createObjects(t, s.objects, ofKinds(objs, baseKinds...))
@@ -59,14 +60,24 @@ func installAdmitkit(t *testing.T, s *stockServer, bins binaries) {
 		"--plugins="+admitkitPlugins(t, objs), "--identity=bench")
 	url := "https://127.0.0.1:" + port
 	waitServing(t, p, url+"/readyz", ca)
-	hooks := ofKinds(objs, "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+	installAdmitkitHooks(t, s, url, ca)
+	waitForAdmitkitHooks(t, s)
+	return url, ca, p
+}
+
+// installAdmitkitHooks creates admitkit's webhook configurations of
+// hack/manifests on s, pointed at url and trusting ca: admitkit's server,
+// or another one, which kube-apiserver then calls with the same webhooks,
+// rules and matchConditions as admitkit's.
+func installAdmitkitHooks(t *testing.T, s *stockServer, url string, ca []byte) {
+	t.Helper()
+	hooks := ofKinds(readObjects(t, admitkitManifests), "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 	for _, h := range hooks {
 		if err := pointHooksAt(h, url, ca); err != nil {
 			t.Fatal(err)
 		}
 	}
 	createObjects(t, s.objects, hooks)
-	waitForAdmitkitHooks(t, s)
 }
 
 // waitForAdmitkitHooks waits until kube-apiserver sends requests to

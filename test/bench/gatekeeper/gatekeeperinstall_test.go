@@ -33,15 +33,16 @@ const gatekeeperModule = "github.com/open-policy-agent/gatekeeper/v3"
 // 127.0.0.1 running only the mutation webhook, signed in as its service
 // account, then its MutatingWebhookConfiguration pointed at it, with
 // Gatekeeper's own settings (failurePolicy Ignore, timeoutSeconds 1,
-// reinvocation Never).
-func installGatekeeper(t *testing.T, s *stockServer, bins binaries) {
+// reinvocation Never). It returns the URLs of its webhook server and of
+// its metrics, and its process.
+func installGatekeeper(t *testing.T, s *stockServer, bins binaries) (webhookURL, metricsURL string, manager *process) {
 	t.Helper()
 	objs := readObjects(t, filepath.Join(moduleDir(t, gatekeeperModule), "deploy", "gatekeeper.yaml"))
 	createObjects(t, s.objects, ofKinds(objs, baseKinds...))
 	dir := t.TempDir()
 	ca := writeServingCert(t, dir)
-	ports := freePorts(t, 3)
-	webhook, health, metrics := strconv.Itoa(ports), strconv.Itoa(ports+1), strconv.Itoa(ports+2)
+	ports := freePorts(t, 4)
+	webhook, health, metrics, prometheus := strconv.Itoa(ports), strconv.Itoa(ports+1), strconv.Itoa(ports+2), strconv.Itoa(ports+3)
 	// The deployment's arguments and environment, but the validating
 	// webhook (--operation=webhook), and with the addresses on loopback
 	// and the certificate this test made.
@@ -51,7 +52,11 @@ func installGatekeeper(t *testing.T, s *stockServer, bins binaries) {
 	},
 		"--operation=mutation-webhook", "--exempt-namespace=gatekeeper-system", "--disable-opa-builtin={http.send}",
 		"--host=127.0.0.1", "--port="+webhook, "--cert-dir="+dir, "--disable-cert-rotation",
-		"--health-addr=127.0.0.1:"+health, "--metrics-addr=127.0.0.1:"+metrics, "--shutdown-delay=0")
+		"--health-addr=127.0.0.1:"+health, "--metrics-addr=127.0.0.1:"+metrics, "--shutdown-delay=0",
+		// Its own metrics exporter takes a port only, on every address:
+		// one of this test's, not its fixed default (8888), so that two
+		// managers on one machine do not collide.
+		"--prometheus-port="+prometheus)
 	// Its readiness waits for the mutators it found at start to be in
 	// its mutation system.
 	waitServing(t, p, "http://127.0.0.1:"+health+"/readyz", nil)
@@ -62,6 +67,7 @@ func installGatekeeper(t *testing.T, s *stockServer, bins binaries) {
 		}
 	}
 	createObjects(t, s.objects, hooks)
+	return "https://127.0.0.1:" + webhook, "http://127.0.0.1:" + metrics + "/metrics", p
 }
 
 // moduleDir is where the module cache holds module, at the version this

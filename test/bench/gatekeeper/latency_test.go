@@ -24,6 +24,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,8 +45,24 @@ type latencyScenario struct {
 	// (or, for the baseline, what it has), so that a scenario that did
 	// nothing, or a webhook that timed out and was ignored, fails the run
 	// instead of being measured.
-	problems  func(pod *corev1.Pod) []string
+	problems func(pod *corev1.Pod) []string
+	// reached, when set, says whether kube-apiserver has called the
+	// scenario's webhook yet, for a webhook whose pods show nothing of
+	// it.
+	reached   func() bool
 	latencies []time.Duration
+	// probes read the parts of the scenario's webhook call (see
+	// splitPart); before and after are their reads around the
+	// measured creates.
+	probes        [partCount]splitProbe
+	before, after [partCount]histogramSum
+	// webhook is the scenario's webhook server when it runs as a process
+	// of its own; cpuUsed is the CPU time its processes (kube-apiserver,
+	// etcd, the webhook server) used while its own measured creates ran,
+	// so that what they use while the other scenarios' run (informers,
+	// garbage collection, leases) is left out.
+	webhook *process
+	cpuUsed [3]time.Duration
 }
 
 // latencyRun is how much TestPodCreateLatency creates.
@@ -61,9 +78,16 @@ type latencyRun struct {
 // PodPresets selecting the pod, and the LocationMutator with the ten
 // mutators of ten-pod-mutators.yaml); and with Gatekeeper v3.23.1's own
 // mutation webhook (its manager, built from this module's graph) with the
-// same ten mutators. Each scenario has its own kube-apiserver and etcd;
-// they are measured in interleaved rounds, so that the noise of a shared
-// machine hits them alike.
+// same ten mutators. Three more give the floor that what a webhook adds
+// is made of: admitkit's server with no preset and no mutator (it decodes
+// and answers, with no patch), and admitkit's webhook configurations
+// pointed at a webhook that only answers allowed (allowingWebhook), over
+// HTTP/2 as kube-apiserver reaches a webhook on loopback and over
+// HTTP/1.1 as it reaches one through a Service. Each scenario has its own
+// kube-apiserver and etcd; they are measured in interleaved rounds, so
+// that the noise of a shared machine hits them alike. Each webhook's call
+// is split into its parts from kube-apiserver's metrics and the webhook
+// server's own (latencySplit).
 //
 // Every run builds and starts everything and checks, on a few creates,
 // that each pod has its scenario's mutations. The measurement is opt-in:
@@ -84,31 +108,63 @@ func TestPodCreateLatency(t *testing.T) {
 	}
 	bins := buildBinaries(t)
 	mutators := readObjects(t, tenMutatorsFile)
-	scenarios := []*latencyScenario{
-		{name: "no webhook", problems: unmutated},
-		{name: "admitkit: 5 presets, 10 mutators", problems: func(pod *corev1.Pod) []string {
-			return append(presetProblems(pod), mutationProblems(pod)...)
-		}},
-		{name: "Gatekeeper v3.23.1: 10 mutators", problems: mutationProblems},
-	}
+	// The first three are the comparison's (latencyTable divides the
+	// second's addition by the third's), the rest its floor.
+	none := &latencyScenario{name: "no webhook", problems: unmutated}
+	admitkit := &latencyScenario{name: "admitkit: 5 presets, 10 mutators", problems: func(pod *corev1.Pod) []string {
+		return append(presetProblems(pod), mutationProblems(pod)...)
+	}}
+	gatekeeper := &latencyScenario{name: "Gatekeeper v3.23.1: 10 mutators", problems: mutationProblems}
+	idle := &latencyScenario{name: "admitkit: nothing to apply", problems: unmutated}
+	allowing := &latencyScenario{name: "allowing webhook, HTTP/2", problems: unmutated}
+	allowing1 := &latencyScenario{name: "allowing webhook, HTTP/1.1", problems: unmutated}
+	scenarios := []*latencyScenario{none, admitkit, gatekeeper, idle, allowing, allowing1}
 	for _, s := range scenarios {
 		s.srv = startStock(t, bins)
 		createObjects(t, s.srv.objects, benchNamespace())
 	}
-	installAdmitkit(t, scenarios[1].srv, bins)
-	createObjects(t, scenarios[1].srv.objects, append(slices.Clone(mutators), benchPresets(t)...))
-	installGatekeeper(t, scenarios[2].srv, bins)
-	createObjects(t, scenarios[2].srv.objects, mutators)
+	none.probes = none.srv.apiserverProbes("", "")
+	for _, s := range []*latencyScenario{admitkit, idle} {
+		url, ca, p := installAdmitkit(t, s.srv, bins)
+		s.webhook = p
+		s.probes = s.srv.apiserverProbes(podsHook, strings.TrimPrefix(url, "https://"))
+		s.probes[partServer] = admitkitServerProbe(url+"/metrics", ca)
+	}
+	createObjects(t, admitkit.srv.objects, append(slices.Clone(mutators), benchPresets(t)...))
+	webhookURL, metricsURL, manager := installGatekeeper(t, gatekeeper.srv, bins)
+	gatekeeper.webhook = manager
+	createObjects(t, gatekeeper.srv.objects, mutators)
+	gatekeeper.probes = gatekeeper.srv.apiserverProbes(gatekeeperHook, strings.TrimPrefix(webhookURL, "https://"))
+	gatekeeper.probes[partServer] = gatekeeperServerProbe(metricsURL)
+	for _, s := range []*latencyScenario{allowing, allowing1} {
+		w := startAllowingWebhook(t, s == allowing)
+		installAdmitkitHooks(t, s.srv, w.url, w.ca)
+		s.probes = s.srv.apiserverProbes(podsHook, strings.TrimPrefix(w.url, "https://"))
+		s.probes[partServer] = w.probe
+		s.reached = func() bool { return w.handled.Load() > 0 }
+	}
 	for _, s := range scenarios {
 		s.warmUp(t, run.warmups)
 	}
 	run.interleave(t, scenarios)
 	if run.measure {
-		table := latencyTable(scenarios, run)
+		table := latencyTable(scenarios, run) + latencySplit(scenarios)
 		fmt.Print(table)
 		t.Log(table)
 	}
+	if dir := os.Getenv("ADMITKIT_BENCH_PROFILE"); dir != "" {
+		for _, s := range scenarios {
+			s.profile(t, dir, profileSeconds)
+		}
+	}
 }
+
+// The webhooks pod creates go to: admitkit's of hack/manifests, and
+// Gatekeeper's of its deploy/gatekeeper.yaml.
+const (
+	podsHook       = "pods.admission.admitkit.io"
+	gatekeeperHook = "mutation.gatekeeper.sh"
+)
 
 // benchNamespace is the pods' namespace and its default service account
 // (no controller manager runs to make it).
@@ -141,6 +197,9 @@ func (s *latencyScenario) warmUp(t *testing.T, warmups int) {
 			return false, nil
 		}
 		last = s.problems(pod)
+		if s.reached != nil && !s.reached() {
+			last = append(last, "the webhook was not called")
+		}
 		return len(last) == 0, nil
 	})
 	if err != nil {
@@ -161,11 +220,18 @@ func (run latencyRun) interleave(t *testing.T, scenarios []*latencyScenario) {
 	t.Helper()
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
+	for _, s := range scenarios {
+		var err error
+		if s.before, err = readSplit(ctx, s.probes); err != nil {
+			t.Fatalf("%s: reading its metrics: %v", s.name, err)
+		}
+	}
 	for round := range run.rounds {
 		order := slices.Clone(scenarios)
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		for _, s := range order {
 			runtime.GC()
+			cpuBefore := s.cpu(t)
 			for j := range run.perScenario / run.rounds {
 				name := fmt.Sprintf("bench-%d-%d", round, j)
 				start := time.Now()
@@ -179,6 +245,33 @@ func (run latencyRun) interleave(t *testing.T, scenarios []*latencyScenario) {
 				}
 				s.latencies = append(s.latencies, elapsed)
 			}
+			for i, d := range s.cpu(t) {
+				s.cpuUsed[i] += d - cpuBefore[i]
+			}
 		}
 	}
+	for _, s := range scenarios {
+		var err error
+		if s.after, err = readSplit(ctx, s.probes); err != nil {
+			t.Fatalf("%s: reading its metrics: %v", s.name, err)
+		}
+	}
+}
+
+// cpu is the CPU time used so far by the scenario's kube-apiserver, its
+// etcd and its webhook server (zero for one that is not a process).
+func (s *latencyScenario) cpu(t *testing.T) [3]time.Duration {
+	t.Helper()
+	var out [3]time.Duration
+	for i, p := range []*process{s.srv.apiserver, s.srv.etcd, s.webhook} {
+		if p == nil {
+			continue
+		}
+		d, err := p.cpu()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = d
+	}
+	return out
 }

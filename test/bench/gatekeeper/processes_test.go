@@ -17,6 +17,7 @@ limitations under the License.
 package gatekeeper
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -25,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // binaries are the executables the latency comparison runs as processes.
@@ -77,6 +79,7 @@ func buildBinaries(t *testing.T) binaries {
 type process struct {
 	name string
 	log  string
+	pid  int
 	done chan error
 }
 
@@ -96,6 +99,7 @@ func startProcess(t *testing.T, dir, name, binary string, env []string, args ...
 		log.Close()
 		t.Fatalf("starting %s: %v", name, err)
 	}
+	p.pid = cmd.Process.Pid
 	go func() {
 		p.done <- cmd.Wait()
 		log.Close()
@@ -105,6 +109,34 @@ func startProcess(t *testing.T, dir, name, binary string, env []string, args ...
 		<-p.done
 	})
 	return p
+}
+
+// userHZ is the unit of the CPU times in /proc/<pid>/stat: USER_HZ,
+// which Linux fixes at 100 for what it shows user space.
+const userHZ = 100
+
+// cpu is the CPU time p has used so far, in user and system mode, from
+// /proc/<pid>/stat (Linux only), in steps of 1/userHZ s.
+func (p *process) cpu() (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: the fields
+	// counted from 3 on follow the last ')'.
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("%s: short /proc/%d/stat", p.name, p.pid)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] { // utime and stime, fields 14 and 15
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: /proc/%d/stat: %w", p.name, p.pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / userHZ, nil
 }
 
 // exited says whether p has stopped.

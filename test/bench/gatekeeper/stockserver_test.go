@@ -56,13 +56,15 @@ type stockServer struct {
 	client kubernetes.Interface
 	// objects creates what the installs' manifests hold.
 	objects client.Client
+	// apiserver and etcd are the server's processes.
+	apiserver, etcd *process
 }
 
 func startStock(t *testing.T, bins binaries) *stockServer {
 	t.Helper()
 	dir := t.TempDir()
 	etcdPort := freePorts(t, 2)
-	startProcess(t, dir, "etcd", bins.etcd, nil, "--data-dir="+dir, "--members=1", "--member=1",
+	etcd := startProcess(t, dir, "etcd", bins.etcd, nil, "--data-dir="+dir, "--members=1", "--member=1",
 		"--port="+strconv.Itoa(etcdPort), "--unsafe-no-fsync")
 	key, err := keyutil.MakeEllipticPrivateKeyPEM()
 	if err != nil {
@@ -88,6 +90,7 @@ func startStock(t *testing.T, bins binaries) *stockServer {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+keyFile, "--service-account-signing-key-file="+keyFile,
 		"--enable-admission-plugins=NodeRestriction")
+	s.apiserver, s.etcd = p, etcd
 	s.admin = &rest.Config{Host: s.host, BearerToken: identities[0].token, TLSClientConfig: rest.TLSClientConfig{CAFile: s.caFile}, QPS: -1}
 	if err := s.waitReady(); err != nil {
 		t.Fatalf("kube-apiserver at %s: %v\n%s", s.host, err, p.failure())
