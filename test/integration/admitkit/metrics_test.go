@@ -26,11 +26,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
@@ -38,43 +40,80 @@ import (
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
-// scrapeAdmitkit reads a server's /metrics and returns every admitkit
-// sample as "name{label=value,...}" (labels sorted), histograms as their
-// _count and _sum.
-func scrapeAdmitkit(t *testing.T, client kubernetes.Interface) map[string]float64 {
+// scrapeAdmitkit reads the named metric families from a server's /metrics
+// and returns their samples as "name{label=value,...}" (labels sorted),
+// histograms as their _count and _sum. It asks for those families alone
+// (the name[] parameter of the Prometheus handler): the whole of
+// kube-apiserver's /metrics is megabytes, seconds to write and parse with
+// the race detector on.
+func scrapeAdmitkit(t *testing.T, client kubernetes.Interface, families ...string) map[string]float64 {
 	t.Helper()
-	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if len(families) == 0 {
+		t.Fatal("scrapeAdmitkit: no metric family named")
+	}
+	req := client.CoreV1().RESTClient().Get().AbsPath("/metrics")
+	for _, family := range families {
+		req = req.Param("name[]", family)
+	}
+	raw, err := req.DoRaw(context.Background())
 	if err != nil {
 		t.Fatalf("reading /metrics: %v", err)
 	}
-	return admitkitSamples(t, string(raw))
+	parsed, err := testutil.TextToMetricFamilies(strings.NewReader(string(raw)))
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	return admitkitSamples(slices.Collect(maps.Values(parsed)))
+}
+
+// familiesOf names the metric families of samples as scrapeAdmitkit
+// returns them: a histogram's _count and _sum are its family's.
+func familiesOf(samples map[string]float64) []string {
+	var families []string
+	for sample := range samples {
+		family, _, _ := strings.Cut(sample, "{")
+		for _, suffix := range []string{"_count", "_sum"} {
+			family = strings.TrimSuffix(family, suffix)
+		}
+		if !slices.Contains(families, family) {
+			families = append(families, family)
+		}
+	}
+	return families
 }
 
 // admitkitMetrics reads the admitkit samples of the host's plugins: from
-// kube-apiserver's /metrics in-process, from the webhook server's own
-// /metrics beside a stock kube-apiserver.
+// the webhook server's own /metrics beside a stock kube-apiserver, and
+// in-process from the registry kube-apiserver's /metrics serves, which is
+// this test process's (framework.Start runs the server in it). Reading it
+// here gives the same samples without the megabytes of text; TestMetrics
+// reads them through /metrics.
 func (h *host) admitkitMetrics(t *testing.T) map[string]float64 {
 	t.Helper()
 	if h.webhook == nil {
-		return scrapeAdmitkit(t, framework.KubeClient(t, h.server.AdminConfig()))
+		families, err := legacyregistry.DefaultGatherer.Gather()
+		if err != nil {
+			t.Fatalf("gathering the metrics: %v", err)
+		}
+		return admitkitSamples(families)
 	}
 	code, raw, err := h.webhook.Get("/metrics")
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("reading the webhook server's /metrics: %d, %v", code, err)
 	}
-	return admitkitSamples(t, raw)
+	parsed, err := testutil.TextToMetricFamilies(strings.NewReader(raw))
+	if err != nil {
+		t.Fatalf("parsing the webhook server's /metrics: %v", err)
+	}
+	return admitkitSamples(slices.Collect(maps.Values(parsed)))
 }
 
-// admitkitSamples parses metrics in the text format into the form
-// scrapeAdmitkit returns.
-func admitkitSamples(t *testing.T, raw string) map[string]float64 {
-	t.Helper()
-	families, err := testutil.TextToMetricFamilies(strings.NewReader(raw))
-	if err != nil {
-		t.Fatalf("parsing /metrics: %v", err)
-	}
+// admitkitSamples returns the samples of the admitkit plugins' families
+// in the form scrapeAdmitkit returns.
+func admitkitSamples(families []*dto.MetricFamily) map[string]float64 {
 	out := map[string]float64{}
-	for name, family := range families {
+	for _, family := range families {
+		name := family.GetName()
 		if !strings.HasPrefix(name, "apiserver_admission_podpreset_") && !strings.HasPrefix(name, "apiserver_admission_locationmutator_") &&
 			!strings.HasPrefix(name, "apiserver_admission_noderestriction_") {
 			continue
@@ -128,16 +167,17 @@ func TestMetrics(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts another server")
 	}
-	beforeStart := scrapeAdmitkit(t, framework.KubeClient(t, server.AdminConfig()))
+	beforeStart := scrapeAdmitkit(t, framework.KubeClient(t, server.AdminConfig()), startupFamilies...)
 	srv := startMetricsServer(t)
 	client := framework.KubeClient(t, srv.AdminConfig())
 	checkStartupMetrics(t, client, beforeStart)
 	createMetricsPresets(t, client, framework.SettingsClient(t, srv.AdminConfig()))
 	waitForPresetGauges(t, client)
 
-	before := scrapeAdmitkit(t, client)
+	movedFamilies := familiesOf(metricsMoved)
+	before := scrapeAdmitkit(t, client, movedFamilies...)
 	sendMetricsRequests(t, client, framework.KubeClient(t, srv.NodeConfig("metrics-node")))
-	checkMetricsMoved(t, before, scrapeAdmitkit(t, client))
+	checkMetricsMoved(t, before, scrapeAdmitkit(t, client, movedFamilies...))
 }
 
 // startMetricsServer starts the server TestMetrics reads, with two
@@ -160,11 +200,18 @@ func startMetricsServer(t *testing.T) *framework.Server {
 	return srv
 }
 
+// startupFamilies are the families checkStartupMetrics reads.
+var startupFamilies = []string{
+	"apiserver_admission_locationmutator_mutators",
+	"apiserver_admission_locationmutator_mutator_ingestions_total",
+	"apiserver_admission_locationmutator_mutator_ingestion_duration_seconds",
+}
+
 // checkStartupMetrics checks what taking in the configuration's two
 // enforced mutators moved.
 func checkStartupMetrics(t *testing.T, client kubernetes.Interface, beforeStart map[string]float64) {
 	t.Helper()
-	started := scrapeAdmitkit(t, client)
+	started := scrapeAdmitkit(t, client, startupFamilies...)
 	const mutators = 2
 	want := map[string]float64{
 		"apiserver_admission_locationmutator_mutators{source=config,state=enforced}": mutators,
@@ -232,7 +279,7 @@ func waitForPresetGauges(t *testing.T, client kubernetes.Interface) {
 	}
 	var got map[string]float64
 	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		all := scrapeAdmitkit(t, client)
+		all := scrapeAdmitkit(t, client, familiesOf(want)...)
 		got = map[string]float64{}
 		for name := range want {
 			got[name] = all[name]
@@ -269,27 +316,30 @@ func sendMetricsRequests(t *testing.T, client, nodeClient kubernetes.Interface) 
 	}
 }
 
+// metricsMoved is how far sendMetricsRequests moves each sample.
+var metricsMoved = map[string]float64{
+	"apiserver_admission_noderestriction_requests_total{resource=nodes}":                            2,
+	"apiserver_admission_noderestriction_requests_total{resource=pods}":                             0,
+	"apiserver_admission_noderestriction_denied_requests_total{reason=taint_change,resource=nodes}": 1,
+	"apiserver_admission_podpreset_pods_evaluated_total{}":                                          2,
+	"apiserver_admission_podpreset_pods_injected_total{}":                                           1,
+	"apiserver_admission_podpreset_presets_applied_total{kind=PodPreset}":                           1,
+	"apiserver_admission_podpreset_presets_applied_total{kind=ClusterPodPreset}":                    1,
+	"apiserver_admission_podpreset_conflicts_total{}":                                               1,
+	"apiserver_admission_podpreset_not_synced_refusals_total{}":                                     0,
+	"apiserver_admission_locationmutator_objects_mutated_total{}":                                   3,
+	"apiserver_admission_locationmutator_convergence_passes_count{}":                                3,
+	"apiserver_admission_locationmutator_convergence_passes_sum{}":                                  6,
+	"apiserver_admission_locationmutator_not_converged_refusals_total{}":                            0,
+}
+
 // checkMetricsMoved checks what sendMetricsRequests moved. The
 // LocationMutator changes all three pods, each in two passes (the second
 // changes nothing). NodeRestriction counts none of the pods, only the
 // node's two writes.
 func checkMetricsMoved(t *testing.T, before, after map[string]float64) {
 	t.Helper()
-	want := map[string]float64{
-		"apiserver_admission_noderestriction_requests_total{resource=nodes}":                            2,
-		"apiserver_admission_noderestriction_requests_total{resource=pods}":                             0,
-		"apiserver_admission_noderestriction_denied_requests_total{reason=taint_change,resource=nodes}": 1,
-		"apiserver_admission_podpreset_pods_evaluated_total{}":                                          2,
-		"apiserver_admission_podpreset_pods_injected_total{}":                                           1,
-		"apiserver_admission_podpreset_presets_applied_total{kind=PodPreset}":                           1,
-		"apiserver_admission_podpreset_presets_applied_total{kind=ClusterPodPreset}":                    1,
-		"apiserver_admission_podpreset_conflicts_total{}":                                               1,
-		"apiserver_admission_podpreset_not_synced_refusals_total{}":                                     0,
-		"apiserver_admission_locationmutator_objects_mutated_total{}":                                   3,
-		"apiserver_admission_locationmutator_convergence_passes_count{}":                                3,
-		"apiserver_admission_locationmutator_convergence_passes_sum{}":                                  6,
-		"apiserver_admission_locationmutator_not_converged_refusals_total{}":                            0,
-	}
+	want := metricsMoved
 	got := map[string]float64{}
 	for name := range want {
 		if _, ok := after[name]; !ok {

@@ -38,6 +38,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
@@ -287,7 +288,7 @@ func (o *offlineRun) check(t *testing.T, c offlineCase, tally *offlineTally) {
 	framework.CreateNamespace(t, cfg, c.namespace.Name, c.namespace.Labels)
 	presets, refusedPresets := o.createPresets(t, c)
 	mutators, refusedMutators := o.createMutators(t, c)
-	o.waitForState(t, c.namespace.Name, mutators)
+	o.waitForState(t, c.namespace.Name)
 
 	state := append(append([]any{c.namespace}, toAny(presets)...), toAny(mutators)...)
 	for _, refused := range append(toAny(refusedPresets), toAny(refusedMutators)...) {
@@ -360,7 +361,12 @@ var mutatorResources = map[string]schema.GroupVersionResource{
 
 // createMutators creates the case's mutators, deleted when the case ends;
 // the ones the server refuses (their validation, or a conflict with one
-// created before) come back apart.
+// created before) come back apart. Each is held by the server before the
+// next is created: admit takes the manifests in order, as one applied after
+// the other, so the server's apply-time conflict check must have seen the
+// mutators before it. (Created at once, two conflicting mutators can both
+// be stored, and the server enforces the older: README, "Configured
+// mutators win".)
 func (o *offlineRun) createMutators(t *testing.T, c offlineCase) (created, refused []*unstructured.Unstructured) {
 	client := framework.DynamicClient(t, o.h.server.AdminConfig())
 	ctx := context.Background()
@@ -375,6 +381,7 @@ func (o *offlineRun) createMutators(t *testing.T, c offlineCase) (created, refus
 			t.Fatalf("creating %s: %v", describeObject(m), err)
 		default:
 			t.Cleanup(func() { _ = resource.Delete(ctx, m.GetName(), metav1.DeleteOptions{}) })
+			o.waitForMutator(t, resource, m.GetName())
 			// admit gets the manifest as written, not as stored.
 			created = append(created, m)
 		}
@@ -389,28 +396,28 @@ func describeObject(obj any) string {
 	return fmt.Sprintf("%T", obj)
 }
 
-// waitForState waits until the host's plugins hold the case's presets and
-// mutators. A mutator is held once this host's status entry observes its
-// generation (the plugin writes it after publishing its snapshot).
-// Presets have no status: a sentinel PodPreset and ClusterPodPreset,
-// created after the case's and selecting only the probe namespace, reach
-// a probe pod only after the informers delivered every earlier event of
-// their kind.
-func (o *offlineRun) waitForState(t *testing.T, ns string, mutators []*unstructured.Unstructured) {
+// waitForMutator waits until the host's plugin holds the named mutator:
+// once this host's status entry observes its generation (the plugin writes
+// it after publishing its snapshot).
+func (o *offlineRun) waitForMutator(t *testing.T, resource dynamic.ResourceInterface, name string) {
+	framework.Poll(t, "the status entry of "+name, func() bool {
+		u, err := resource.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		e, ok := entryOf(u, o.identity)
+		return ok && e["observedGeneration"] == u.GetGeneration()
+	})
+}
+
+// waitForState waits until the host's plugins hold the case's presets
+// (createMutators waited for each mutator). Presets have no status: a
+// sentinel PodPreset and ClusterPodPreset, created after the case's and
+// selecting only the probe namespace, reach a probe pod only after the
+// informers delivered every earlier event of their kind.
+func (o *offlineRun) waitForState(t *testing.T, ns string) {
 	cfg := o.h.server.AdminConfig()
 	ctx := context.Background()
-	dynamicClient := framework.DynamicClient(t, cfg)
-	for _, m := range mutators {
-		resource := dynamicClient.Resource(mutatorResources[m.GetKind()])
-		framework.Poll(t, "the status entry of "+m.GetName(), func() bool {
-			u, err := resource.Get(ctx, m.GetName(), metav1.GetOptions{})
-			if err != nil {
-				return false
-			}
-			e, ok := entryOf(u, o.identity)
-			return ok && e["observedGeneration"] == u.GetGeneration()
-		})
-	}
 	settings := framework.SettingsClient(t, cfg).SettingsV1alpha1()
 	env := []corev1.EnvVar{{Name: "SENTINEL_" + strings.ReplaceAll(strings.ToUpper(ns), "-", "_"), Value: "x"}}
 	preset := &settingsv1alpha1.PodPreset{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: settingsv1alpha1.PodPresetSpec{Env: env}}

@@ -33,6 +33,7 @@ const commandsModule = "github.com/admitkit/admitkit/test/cmd/"
 // itself, as hack/local-up.sh builds them, rather than from test/cmd.
 var upstreamCommands = map[string]string{
 	"kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
+	"kubectl":                 "k8s.io/kubernetes/cmd/kubectl",
 }
 
 var (

@@ -22,44 +22,20 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 )
 
-var (
-	kubectlOnce sync.Once
-	kubectlPath string
-	kubectlErr  error
-)
-
 // Kubectl returns a kubectl binary: $KUBECTL if set, otherwise one built
-// once from this module (k8s.io/kubernetes/cmd/kubectl, the same version
-// as the server) into test/_output/bin. The go build cache makes the
-// build after the first one a matter of seconds.
+// by BuildCommand from this module's k8s.io/kubernetes, the same version as
+// the server, with the race detector when the test binary has it, so that
+// client-go and the API types come from the build cache the test binary
+// filled.
 func Kubectl() (string, error) {
-	kubectlOnce.Do(func() {
-		if path := os.Getenv("KUBECTL"); path != "" {
-			kubectlPath = path
-			return
-		}
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			kubectlErr = fmt.Errorf("go env GOMOD: %w", err)
-			return
-		}
-		root := filepath.Dir(strings.TrimSpace(string(out)))
-		path := filepath.Join(root, "_output", "bin", "kubectl")
-		build := exec.Command("go", "build", "-o", path, "k8s.io/kubernetes/cmd/kubectl")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			kubectlErr = fmt.Errorf("building kubectl: %w\n%s", err, out)
-			return
-		}
-		kubectlPath = path
-	})
-	return kubectlPath, kubectlErr
+	if path := os.Getenv("KUBECTL"); path != "" {
+		return path, nil
+	}
+	return BuildCommand("kubectl")
 }
 
 // KubectlResult is what one kubectl run printed.

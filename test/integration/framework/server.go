@@ -35,6 +35,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.etcd.io/etcd/server/v3/embed"
 
+	etcd3metrics "k8s.io/apiserver/pkg/storage/etcd3/metrics"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -198,12 +199,29 @@ func (s *Server) start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.done = make(chan error, 1)
-	go func() { s.done <- o.Run(ctx) }()
+	go func() {
+		err := o.Run(ctx)
+		forgetStorageMonitor()
+		s.done <- err
+	}()
 	if err := s.waitReady(startTimeout); err != nil {
 		cancel()
 		return err
 	}
 	return nil
+}
+
+// forgetStorageMonitor drops the etcd monitor of a server that ended.
+// kube-apiserver keeps the monitor behind apiserver_storage_size_bytes in a
+// process-wide variable, set by the server configured last, and closes it
+// when that server drains only if something read it while it ran. An
+// in-process server that was never scraped (or failed to start) left one
+// that dials its gone etcd for 20 seconds on every later gather of this
+// process's metrics, the main server's /metrics included. Without it the
+// metric is not exported; in a process of several servers it only ever
+// described the last one's etcd.
+func forgetStorageMonitor() {
+	etcd3metrics.SetStorageMonitorGetter(func() ([]etcd3metrics.Monitor, error) { return nil, nil })
 }
 
 // Restart starts a stopped server again, with the same flags, data and
