@@ -64,6 +64,18 @@ func BuildCommand(name string) (string, error) {
 	return b.path, b.err
 }
 
+// PrebuildCommands starts building the named commands at once, each in
+// a go command of its own, and returns without waiting: BuildCommand
+// returns each one's result when it is asked for it. A test binary that
+// starts servers while the first build links keeps both cores busy, where
+// building each command when its first user asks for it left one idle
+// for minutes on a cold build cache.
+func PrebuildCommands(names ...string) {
+	for _, name := range names {
+		go func() { _, _ = BuildCommand(name) }()
+	}
+}
+
 func goBuild(name string) (string, error) {
 	dir, err := os.MkdirTemp("", "admitkit-cmd-")
 	if err != nil {
