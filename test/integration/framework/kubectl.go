@@ -28,9 +28,7 @@ import (
 
 // Kubectl returns a kubectl binary: $KUBECTL if set, otherwise one built
 // by BuildCommand from this module's k8s.io/kubernetes, the same version as
-// the server, with the race detector when the test binary has it, so that
-// client-go and the API types come from the build cache the test binary
-// filled.
+// the server, without the race detector (see clients).
 func Kubectl() (string, error) {
 	if path := os.Getenv("KUBECTL"); path != "" {
 		return path, nil
