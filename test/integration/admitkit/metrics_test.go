@@ -59,7 +59,14 @@ func scrapeAdmitkit(t *testing.T, client kubernetes.Interface, families ...strin
 	if err != nil {
 		t.Fatalf("reading /metrics: %v", err)
 	}
-	parsed, err := testutil.TextToMetricFamilies(strings.NewReader(string(raw)))
+	return textSamples(t, string(raw))
+}
+
+// textSamples parses metrics in the text format into the samples of the
+// admitkit plugins' families, as admitkitSamples returns them.
+func textSamples(t *testing.T, raw string) map[string]float64 {
+	t.Helper()
+	parsed, err := testutil.TextToMetricFamilies(strings.NewReader(raw))
 	if err != nil {
 		t.Fatalf("parsing /metrics: %v", err)
 	}
@@ -101,11 +108,7 @@ func (h *host) admitkitMetrics(t *testing.T) map[string]float64 {
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("reading the webhook server's /metrics: %d, %v", code, err)
 	}
-	parsed, err := testutil.TextToMetricFamilies(strings.NewReader(raw))
-	if err != nil {
-		t.Fatalf("parsing the webhook server's /metrics: %v", err)
-	}
-	return admitkitSamples(slices.Collect(maps.Values(parsed)))
+	return textSamples(t, raw)
 }
 
 // admitkitSamples returns the samples of the admitkit plugins' families
