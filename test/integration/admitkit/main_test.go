@@ -293,10 +293,19 @@ func (h *host) identity(t *testing.T) string {
 }
 
 // onEachHost runs test once per host, each as a subtest named after it.
+// The hosts' subtests run at once: each host is servers and processes of
+// its own, the metrics a test reads are its host's (this process's for
+// the in-process one, the webhook server's for the other), and each of
+// the two leaves a core mostly idle while its servers wait on each other.
+// Every caller runs nothing after it, since parallel subtests start only
+// when the test function returns.
 func onEachHost(t *testing.T, test func(t *testing.T, h *host)) {
 	t.Helper()
 	for _, h := range hosts {
-		t.Run(h.name, func(t *testing.T) { test(t, h) })
+		t.Run(h.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, h)
+		})
 	}
 }
 

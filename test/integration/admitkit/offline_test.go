@@ -290,18 +290,25 @@ func (o *offlineRun) check(t *testing.T, c offlineCase, tally *offlineTally) {
 	mutators, refusedMutators := o.createMutators(t, c)
 	o.waitForState(t, c.namespace.Name)
 
+	// Every admit of the case runs while the server creates the pod: they
+	// are separate processes, and each spends most of its time starting.
 	state := append(append([]any{c.namespace}, toAny(presets)...), toAny(mutators)...)
-	for _, refused := range append(toAny(refusedPresets), toAny(refusedMutators)...) {
+	refusedState := append(toAny(refusedPresets), toAny(refusedMutators)...)
+	withRefused := make([]*admitRun, len(refusedState))
+	for i, refused := range refusedState {
+		withRefused[i] = o.startAdmit(t, c, append(slices.Clone(state), refused))
+	}
+	admitted := o.startAdmit(t, c, state)
+	stored, serverErr := o.createPod(t, c.pod)
+	for i, refused := range refusedState {
 		// A preset or mutator the server refuses to store is bad input
 		// offline, named as the server names it.
 		tally.StateRefused++
-		res := o.runAdmit(t, c, append(slices.Clone(state), refused))
-		if res.code != 2 {
+		if res := withRefused[i].wait(t); res.code != 2 {
 			t.Errorf("the server refused to store %s; admit with it exits %d, want 2 (bad input):\n%s", describeObject(refused), res.code, res.stderr)
 		}
 	}
-	offline := o.runAdmit(t, c, state)
-	stored, serverErr := o.createPod(t, c.pod)
+	offline := admitted.wait(t)
 	switch {
 	case serverErr != nil && offline.refusal != "":
 		tally.Refused++
@@ -454,9 +461,15 @@ type admitResult struct {
 	stderr  string
 }
 
-// runAdmit runs `admitkit-webhook admit` on the case's pod, with state as
-// --state files and the server's mutator configuration.
-func (o *offlineRun) runAdmit(t *testing.T, c offlineCase, state []any) admitResult {
+// admitRun is one `admitkit-webhook admit` under way.
+type admitRun struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+}
+
+// startAdmit starts `admitkit-webhook admit` on the case's pod, with state
+// as --state files and the server's mutator configuration.
+func (o *offlineRun) startAdmit(t *testing.T, c offlineCase, state []any) *admitRun {
 	t.Helper()
 	dir, err := os.MkdirTemp(o.dir, "case-")
 	if err != nil {
@@ -472,22 +485,30 @@ func (o *offlineRun) runAdmit(t *testing.T, c offlineCase, state []any) admitRes
 			args = append(args, file)
 		}
 	}
-	cmd := exec.Command(o.admit, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	res := admitResult{stderr: stderr.String()}
+	r := &admitRun{cmd: exec.Command(o.admit, args...)}
+	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// wait waits for the run to end and returns what it printed.
+func (r *admitRun) wait(t *testing.T) admitResult {
+	t.Helper()
+	var res admitResult
 	var exit *exec.ExitError
-	if err := cmd.Run(); errors.As(err, &exit) {
+	if err := r.cmd.Wait(); errors.As(err, &exit) {
 		res.code = exit.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	res.stderr = stderr.String()
+	res.stderr = r.stderr.String()
 	switch res.code {
 	case 0:
 		var list struct{ Items []map[string]any }
-		if err := json.Unmarshal(stdout.Bytes(), &list); err != nil || len(list.Items) != 1 {
-			t.Fatalf("admit printed %d objects (%v):\n%s", len(list.Items), err, stdout.String())
+		if err := json.Unmarshal(r.stdout.Bytes(), &list); err != nil || len(list.Items) != 1 {
+			t.Fatalf("admit printed %d objects (%v):\n%s", len(list.Items), err, r.stdout.String())
 		}
 		res.object = list.Items[0]
 	case 1:
@@ -498,7 +519,6 @@ func (o *offlineRun) runAdmit(t *testing.T, c offlineCase, state []any) admitRes
 	return res
 }
 
-// podManifest is the pod as a user writes it, with its apiVersion and kind.
 func podManifest(pod *corev1.Pod) *corev1.Pod {
 	out := pod.DeepCopy()
 	out.APIVersion, out.Kind = "v1", "Pod"
