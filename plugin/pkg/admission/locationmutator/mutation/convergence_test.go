@@ -18,6 +18,7 @@ package mutation
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
@@ -150,6 +151,22 @@ spec:
 				t.Errorf("passes %d, the reference ran %d", res.Passes, want.Passes)
 			}
 		})
+	}
+}
+
+// The proof compares pairs of mutators, and gives up (running the pass)
+// past a few pairs per mutator that matched, so that many mutators that
+// all change an object cost no more than the pass would.
+func TestSettlesWithinABudget(t *testing.T) {
+	for _, tc := range []struct{ n, passes int }{{10, 1}, {40, 2}} {
+		var ms []*Mutator
+		for i := range tc.n {
+			ms = append(ms, assign(t, fmt.Sprintf("m%02d", i), fmt.Sprintf("spec.f%02d", i), "1"))
+		}
+		res, err := Mutate(ms, obj(t, `spec: {}`), podTarget())
+		if err != nil || len(res.Applied) != tc.n || res.Passes != tc.passes {
+			t.Errorf("%d mutators: %d applied, %d passes, %v; want %d passes", tc.n, len(res.Applied), res.Passes, err, tc.passes)
+		}
 	}
 }
 
