@@ -69,7 +69,7 @@ var (
 		Namespace:      metricsNamespace,
 		Subsystem:      metricsSubsystem,
 		Name:           "convergence_passes",
-		Help:           "Number of passes over the mutators a mutated object needed before a pass changed nothing.",
+		Help:           "Number of passes over the mutators run on a mutated object: until one changed nothing, or proved that the next would change nothing.",
 		Buckets:        []float64{1, 2, 3, 4, 5, 8, 16, 32},
 		StabilityLevel: metrics.ALPHA,
 	})

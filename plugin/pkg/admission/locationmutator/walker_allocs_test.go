@@ -36,7 +36,7 @@ import (
 func TestWalkerAllocations(t *testing.T) {
 	for _, sh := range []allocShape{
 		{"ten-matching", tenPodMutators(t), 28, 1, 45, 1},
-		{"ten-matching-with-quantity", append(tenPodMutators(t)[:9:9], quantityLimit), 100, 55, 48, 1},
+		{"ten-matching-with-quantity", append(tenPodMutators(t)[:9:9], quantityLimit), 46, 55, 48, 1},
 		{"one-assign", []string{pullAlways}, 1, 0, 1, 0},
 	} {
 		t.Run(sh.name, func(t *testing.T) { checkShapeAllocations(t, sh) })

@@ -184,6 +184,13 @@ func compileSelector(sel *metav1.LabelSelector, fldPath *field.Path, errs field.
 // Target.NamespaceLabels.
 func (m *Matcher) NeedsNamespaceLabels() bool { return m.namespaceSelector != nil }
 
+// ReadsObjectLabels reports whether Matches may read Target.Labels: a
+// labelSelector, or a namespaceSelector, which a Namespace's own labels
+// answer. Everything else it reads comes from the request.
+func (m *Matcher) ReadsObjectLabels() bool {
+	return m.labelSelector != nil || m.namespaceSelector != nil
+}
+
 // Matches reports whether t satisfies every criterion. The criteria are
 // tested in Gatekeeper's order (kinds, scope, namespaces,
 // excludedNamespaces, labelSelector, namespaceSelector, name, source) and

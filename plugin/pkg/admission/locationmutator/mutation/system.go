@@ -248,7 +248,10 @@ type Result struct {
 	// Applied, and is the same list when it holds no other: neither is to
 	// be changed in place.
 	Reached []ID
-	// Passes is the number of passes run.
+	// Passes is the number of passes run. The last one changed nothing,
+	// or changed the object in a way that proves the next one would
+	// change nothing (see settles), which is then not run: a fresh
+	// object most mutators write different fields of takes one pass.
 	Passes int
 	// ExternalValues are the values written from external data providers'
 	// answers (or their failure policies), sorted, for the reports of
@@ -261,11 +264,12 @@ type Result struct {
 func (r Result) Mutated() bool { return len(r.Applied) > 0 }
 
 // Mutate runs the candidates over obj (in place) until a pass changes
-// nothing. The matches are tested again on every pass against the object
-// as it now is, since an AssignMetadata may have added a label a selector
-// looks at. At most N+1 passes run, N being the number of mutators that
-// matched; an object still changing after that is an error naming it and
-// the mutators that changed it on the last pass.
+// nothing, or one whose changes prove the next would change nothing (see
+// settles). The matches are tested again on every pass against the
+// object as it now is, since an AssignMetadata may have added a label a
+// selector looks at. At most N+1 passes run, N being the number of
+// mutators that matched; an object still changing after that is an error
+// naming it and the mutators that changed it on the last pass.
 //
 // Mutators report real changes, so a pass that writes nothing proves
 // convergence without a copy. Two mutators that write different values to
@@ -274,7 +278,8 @@ func (r Result) Mutated() bool { return len(r.Applied) > 0 }
 // least two mutators matched), a pass that writes is therefore compared
 // with a snapshot taken before it. That costs a copy only for such objects
 // and leaves them as Gatekeeper's deep comparison would, one pass later.
-// t.Labels is refreshed from obj on every pass after the first.
+// t.Labels are obj's labels, as the plugin reads them from it; they are
+// refreshed from obj on every pass after the first.
 func Mutate(candidates []*Mutator, obj map[string]any, t *match.Target) (Result, error) {
 	return mutateJSON(candidates, obj, t, nil)
 }
@@ -325,11 +330,11 @@ func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External, val
 		res Result
 		// Indexes of the candidates: those that changed it, sorted (run
 		// order); those that reached their location in a pass that
-		// changed it; and the same of the pass under way. Each is a set
-		// of at most len(candidates), so one array holds all four: on
-		// the stack, for as many candidates as requests nearly always
-		// have.
-		buf              [64]int
+		// changed it; and, of the pass under way, those that changed it,
+		// reached their location and matched. Each is a set of at most
+		// len(candidates), so one array holds all five: on the stack,
+		// for as many candidates as requests nearly always have.
+		buf              [80]int
 		idx              = buf[:]
 		n                = len(candidates)
 		applied, reached []int
@@ -337,11 +342,11 @@ func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External, val
 		matched          int
 		md               = requestMeta{Namespace: t.Namespace, Name: t.Name, values: values, external: ext}
 	)
-	if 4*n > len(buf) {
-		idx = make([]int, 4*n)
+	if 5*n > len(buf) {
+		idx = make([]int, 5*n)
 	}
 	applied, reached = idx[:0:n], idx[n:n:2*n]
-	p.changed, p.reached = idx[2*n:2*n:3*n], idx[3*n:3*n:4*n]
+	p.changed, p.reached, p.matched = idx[2*n:2*n:3*n], idx[3*n:3*n:4*n], idx[4*n:4*n:5*n]
 	for pass := 1; ; pass++ {
 		res.Passes = pass
 		var snapshot any
@@ -355,10 +360,10 @@ func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External, val
 			t.Labels = obj.labels()
 		}
 		var err error
-		if p, err = runPass(p.changed[:0], p.reached[:0], candidates, obj, t, md); err != nil {
+		if p, err = runPass(p.changed[:0], p.reached[:0], p.matched[:0], candidates, obj, t, md); err != nil {
 			return res, err
 		}
-		matched = max(matched, p.matched)
+		matched = max(matched, len(p.matched))
 		changed := len(p.changed) > 0
 		if changed && snapshot != nil {
 			same, err := obj.same(snapshot)
@@ -367,32 +372,39 @@ func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External, val
 			}
 			changed = !same
 		}
-		if !changed {
+		settled := false
+		if changed {
+			applied = mergeIndexes(applied, p.changed)
+			reached = mergeIndexes(reached, p.reached)
+			if pass >= matched+1 {
+				return res, notConverging(candidates, p.changed, t, pass)
+			}
+			settled = settles(candidates, &p)
+		}
+		if !changed || settled {
 			res.Applied, res.Reached = idsOf(candidates, applied, reached)
 			if klog.V(5).Enabled() && res.Mutated() {
-				klog.InfoS("LocationMutator converged", "object", describe(t), "passes", pass, "applied", res.Applied)
+				klog.InfoS("LocationMutator converged", "object", describe(t), "passes", pass, "settledByProof", settled, "applied", res.Applied)
 			}
 			return res, nil
-		}
-		applied = mergeIndexes(applied, p.changed)
-		reached = mergeIndexes(reached, p.reached)
-		if pass >= matched+1 {
-			return res, notConverging(candidates, p.changed, t, pass)
 		}
 	}
 }
 
 // pass is what one run over the candidates did.
 type pass struct {
-	matched int   // how many candidates matched
-	changed []int // the candidates that changed the object, in run order
+	matched []int // the candidates that matched, in run order
+	changed []int // those that changed the object
 	reached []int // those that reached their location (effect.reached)
+	// unsure: a change the mutator's next run may not find as written
+	// (effect.unsure).
+	unsure bool
 }
 
-// runPass runs one pass, appending to changed and reached, which have the
-// room for every candidate.
-func runPass(changed, reached []int, candidates []*Mutator, obj mutable, t *match.Target, md requestMeta) (pass, error) {
-	p := pass{changed: changed, reached: reached}
+// runPass runs one pass, appending to changed, reached and matched, which
+// have the room for every candidate.
+func runPass(changed, reached, matched []int, candidates []*Mutator, obj mutable, t *match.Target, md requestMeta) (pass, error) {
+	p := pass{changed: changed, reached: reached, matched: matched}
 	for i, m := range candidates {
 		ok, err := m.matcher.Matches(t)
 		if err != nil {
@@ -401,13 +413,14 @@ func runPass(changed, reached []int, candidates []*Mutator, obj mutable, t *matc
 		if !ok {
 			continue
 		}
-		p.matched++
+		p.matched = append(p.matched, i)
 		e, err := obj.apply(m, md)
 		if err != nil {
 			return p, fmt.Errorf("%s: %w", describe(t), err)
 		}
 		if e.changed {
 			p.changed = append(p.changed, i)
+			p.unsure = p.unsure || e.unsure
 		}
 		if e.reached {
 			p.reached = append(p.reached, i)

@@ -61,7 +61,20 @@ type decodedEachTime struct {
 // errDecoding marks the model's refusal of an object the decoder refuses.
 var errDecoding = errors.New("the object does not decode")
 
+// apply runs m once. A change that m's next run changes again (or
+// refuses) is unsure, as the typed walk must find such changes unsure
+// too, without running m again: then the next pass runs (see settles).
 func (o *decodedEachTime) apply(m *Mutator, md requestMeta) (effect, error) {
+	e, err := o.applyOnce(m, md)
+	if err == nil && e.changed {
+		again := &decodedEachTime{o.obj.DeepCopyObject()}
+		e2, err2 := again.applyOnce(m, md)
+		e.unsure = err2 != nil || e2.changed
+	}
+	return e, err
+}
+
+func (o *decodedEachTime) applyOnce(m *Mutator, md requestMeta) (effect, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o.obj)
 	if err != nil {
 		return effect{}, err
@@ -119,6 +132,14 @@ func checkTypedEquivalence(t testing.TB, cands []*Mutator, orig runtime.Object, 
 			t.Fatalf("errors differ:\ntyped %v\nmodel %v", terr, merr)
 		}
 		return
+	}
+	if tres.Passes == mres.Passes+1 {
+		// The typed walk may find a change unsure that the model's
+		// second run shows settled (a key lost below a MustNotExist that
+		// then holds): the pass it runs for that changes nothing, or the
+		// object and the mutators applied would differ below. Never
+		// fewer passes, which would be a skip the model disproves.
+		tres.Passes = mres.Passes
 	}
 	if !reflect.DeepEqual(tres, mres) {
 		t.Fatalf("results differ:\ntyped %+v\nmodel %+v", tres, mres)

@@ -316,7 +316,34 @@ func (s *valueSet) merge(l list) (effect, error) {
 	if len(add) == 0 {
 		return effect{}, nil
 	}
-	return l.appendValues(add)
+	e, err := l.appendValues(add)
+	if err == nil && e.changed && !s.holdsAll(l) {
+		e.unsure = true
+	}
+	return e, err
+}
+
+// holdsAll reports whether l holds every value as merge finds them, so
+// that merging again adds nothing: a typed list may hold a value as
+// something else (an object without the fields its type lacks), and a
+// value with no key is added every time.
+func (s *valueSet) holdsAll(l list) bool {
+	found := make([]bool, s.members)
+	var (
+		k   int
+		buf []byte
+	)
+	for j := 0; j < l.len(); j++ {
+		if k, buf = s.memberOf(l, j, buf); k >= 0 {
+			found[k] = true
+		}
+	}
+	for i := range s.values {
+		if k := s.member[i]; k < 0 || !found[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // prune takes out of l the elements that are one of the values.

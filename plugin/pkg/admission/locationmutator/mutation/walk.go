@@ -98,12 +98,16 @@ type list interface {
 // walk came to the end of the location with every pathTest holding, which
 // is what Gatekeeper counts as a mutator having mutated (its
 // gatekeeper.sh/mutations annotation), whether or not the value changed.
+// unsure is whether the mutator's next run might not find what this one
+// wrote (a typed element that lost the key its selector names, a merged
+// value that does not read back as a member): then the next pass may
+// change the object again, and only running it tells (see settles).
 type effect struct {
-	wrote, changed, reached bool
+	wrote, changed, reached, unsure bool
 }
 
 func (e effect) or(o effect) effect {
-	return effect{e.wrote || o.wrote, e.changed || o.changed, e.reached || o.reached}
+	return effect{e.wrote || o.wrote, e.changed || o.changed, e.reached || o.reached, e.unsure || o.unsure}
 }
 
 // changedByWrite is the effect of a write that changed the object.
@@ -208,6 +212,9 @@ func (m *Mutator) walkList(l list, n path.List, i int, md requestMeta) (effect, 
 		}
 		e, err := w.writeElement(m, l, first)
 		e.reached = true
+		if err == nil && e.changed && !m.selectsAgain(l, first, n, i) {
+			e.unsure = true
+		}
 		return e, err
 	case first < 0:
 		return m.appendElement(l, n, i, md)
@@ -273,9 +280,23 @@ func (m *Mutator) appendElement(l list, n path.List, i int, md requestMeta) (eff
 	if !e.wrote || err != nil {
 		return effect{reached: e.reached}, err
 	}
+	// A typed element drops a key its type has no field for, or an empty
+	// string in an omitempty one: the next pass would make another.
+	found := keyed(o, n, &m.hints[i])
 	appended, err := l.appendElement(o)
 	if err != nil {
 		return effect{}, m.fail(fmt.Errorf("%s: %w", prefixString(m.location, i-1), err))
 	}
-	return effect{wrote: true, changed: appended, reached: true}, nil
+	return effect{wrote: true, changed: appended, reached: true, unsure: e.unsure || !found}, nil
+}
+
+// selectsAgain reports whether the element a whole-element write left at
+// j (the last one when it appended) is the first one n selects, as the
+// next pass looks for it: a typed element may lose its key.
+func (m *Mutator) selectsAgain(l list, j int, n path.List, i int) bool {
+	if j < 0 {
+		j = l.len() - 1
+	}
+	o, ok := l.elem(j)
+	return ok && keyed(o, n, &m.hints[i])
 }
