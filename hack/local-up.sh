@@ -274,11 +274,20 @@ install_webhook() {
     done
     "${KUBECTL}" --kubeconfig="${ADMIN_KUBECONFIG}" wait --for=condition=Established --timeout=60s \
         crd/podpresets.settings.k8s.io crd/clusterpodpresets.settings.k8s.io crd/assign.mutations.gatekeeper.sh >/dev/null
+    # The server's NodeRestriction GETs the objects it needs, as
+    # hack/manifests configures it: the manifests' RBAC, which it signs in
+    # with, lets it watch no pods or Nodes.
+    local config="${DATA_DIR}/webhook-admission-config.yaml"
+    sed 's/^    lookups: Informers$/    lookups: Requests/' hack/examples/admission-config.yaml > "${config}"
+    if ! grep -q '^    lookups: Requests$' "${config}"; then
+        echo "hack/examples/admission-config.yaml no longer sets NodeRestriction's lookups: Informers" >&2
+        exit 1
+    fi
     local log="${DATA_DIR}/admitkit-webhook.log"
     echo "Starting admitkit-webhook on https://127.0.0.1:${WEBHOOK_PORT} (log in ${log})..."
     "${BIN_DIR}/admitkit-webhook" --kubeconfig="${WEBHOOK_KUBECONFIG}" \
         --bind-address=127.0.0.1 --secure-port="${WEBHOOK_PORT}" \
-        --admission-control-config-file=hack/examples/admission-config.yaml \
+        --admission-control-config-file="${config}" \
         --plugins=PodPreset,LocationMutator,NodeRestriction,SettingsDefaults,SettingsValidation \
         --identity=admitkit-webhook-1 \
         --cert-secret=admitkit-system/admitkit-webhook-cert --cert-ip-addresses=127.0.0.1 \

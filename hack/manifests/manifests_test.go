@@ -34,6 +34,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -304,10 +305,9 @@ func excludes(s *metav1.LabelSelector, namespaces ...string) bool {
 	return false
 }
 
-// The NodeRestriction webhook's matchCondition names exactly the
-// node-scoped service accounts its configuration lists.
-func TestNodeRestrictionAccounts(t *testing.T) {
-	in := read(t)
+// nodeRestriction is the NodeRestriction configuration of the server.
+func (in install) nodeRestriction(t *testing.T) noderestrictionv1alpha1.Configuration {
+	t.Helper()
 	var cfg struct {
 		Plugins []struct {
 			Name          string
@@ -317,13 +317,22 @@ func TestNodeRestrictionAccounts(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(in.config.Data["admission-config.yaml"]), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	var accounts []string
 	for _, p := range cfg.Plugins {
 		if p.Name == "NodeRestriction" {
-			for _, sa := range p.Configuration.NodeScopedServiceAccounts {
-				accounts = append(accounts, "'system:serviceaccount:"+sa.Namespace+":"+sa.Name+"'")
-			}
+			return p.Configuration
 		}
+	}
+	t.Fatal("no NodeRestriction configuration")
+	return noderestrictionv1alpha1.Configuration{}
+}
+
+// The NodeRestriction webhook's matchCondition names exactly the
+// node-scoped service accounts its configuration lists.
+func TestNodeRestrictionAccounts(t *testing.T) {
+	in := read(t)
+	var accounts []string
+	for _, sa := range in.nodeRestriction(t).NodeScopedServiceAccounts {
+		accounts = append(accounts, "'system:serviceaccount:"+sa.Namespace+":"+sa.Name+"'")
 	}
 	want := "request.userInfo.username in [" + strings.Join(accounts, ", ") + "]"
 	for _, w := range in.validating.Webhooks {
@@ -336,4 +345,52 @@ func TestNodeRestrictionAccounts(t *testing.T) {
 		return
 	}
 	t.Error("no NodeRestriction webhook")
+}
+
+// The server's NodeRestriction, called for a few daemon requests, GETs the
+// pods it judges them on (lookups: Requests) rather than watching every
+// pod, Node and service account of the cluster: its ClusterRole lets it
+// get pods, and list or watch none of the kinds NodeRestriction reads.
+func TestNodeRestrictionLookups(t *testing.T) {
+	in := read(t)
+	if got := in.nodeRestriction(t).Lookups; got != noderestrictionv1alpha1.LookupsRequests {
+		t.Errorf("NodeRestriction's lookups %q, want %q", got, noderestrictionv1alpha1.LookupsRequests)
+	}
+	typed, _ := load(t)
+	var role *rbacv1.ClusterRole
+	for _, obj := range typed {
+		if r, ok := obj.(*rbacv1.ClusterRole); ok && r.Name == "admitkit-webhook" {
+			role = r
+		}
+	}
+	if role == nil {
+		t.Fatal("no ClusterRole admitkit-webhook")
+	}
+	if !allows(role.Rules, "get", "", "pods") {
+		t.Error("the server may not get pods, which NodeRestriction looks up")
+	}
+	lookedUp := map[string][]string{"": {"pods", "nodes", "serviceaccounts", "persistentvolumeclaims", "persistentvolumes"}, "storage.k8s.io": {"csidrivers"}}
+	for group, resources := range lookedUp {
+		for _, resource := range resources {
+			for _, verb := range []string{"list", "watch"} {
+				if allows(role.Rules, verb, group, resource) {
+					t.Errorf("the server may %s %s.%s: nothing of it watches them", verb, resource, group)
+				}
+			}
+		}
+	}
+}
+
+// allows says whether rules grant verb on every object of resource in
+// group.
+func allows(rules []rbacv1.PolicyRule, verb, group, resource string) bool {
+	for _, r := range rules {
+		if len(r.ResourceNames) == 0 &&
+			(slices.Contains(r.Verbs, verb) || slices.Contains(r.Verbs, rbacv1.VerbAll)) &&
+			(slices.Contains(r.APIGroups, group) || slices.Contains(r.APIGroups, rbacv1.APIGroupAll)) &&
+			(slices.Contains(r.Resources, resource) || slices.Contains(r.Resources, rbacv1.ResourceAll)) {
+			return true
+		}
+	}
+	return false
 }

@@ -149,7 +149,7 @@ func startStockHost() (*host, error) {
 // configuration of the in-process one, under identity.
 func webhookConfig(identity string) framework.WebhookConfig {
 	return framework.WebhookConfig{
-		AdmissionConfig: admissionConfig,
+		AdmissionConfig: webhookAdmissionConfig,
 		Files:           map[string]string{"mutators.yaml": mutatorFile},
 		Plugins:         append(append([]string(nil), admitkitPlugins...), "SettingsDefaults", "SettingsValidation"),
 		Identity:        identity,
@@ -190,14 +190,31 @@ rules:
 - level: None
 `
 
-var admissionConfig = framework.AdmissionConfiguration(framework.NodeRestrictionConfiguration(`    allowedLabels: ["node-role.kubernetes.io/worker"]
+// admissionConfig is the in-process server's plugin configuration. Its
+// NodeRestriction reads the objects its rules need from informers, the
+// default, as Kubernetes' does.
+var admissionConfig = framework.AdmissionConfiguration(framework.NodeRestrictionConfiguration(nodeRestrictionFields), locationMutatorConfiguration)
+
+// webhookAdmissionConfig is the same for the stock host's webhook server,
+// but NodeRestriction GETs those objects when a request needs them, as
+// hack/manifests configures it (lookups: Requests), and as its RBAC, which
+// the server signs in with, allows: no informer of pods or Nodes.
+var webhookAdmissionConfig = framework.AdmissionConfiguration(framework.NodeRestrictionConfiguration("    lookups: Requests\n"+nodeRestrictionFields), locationMutatorConfiguration)
+
+// nodeRestrictionFields are the NodeRestriction allowances of
+// noderestriction_test.go and the node daemon of nodedaemons_test.go.
+const nodeRestrictionFields = `    allowedLabels: ["node-role.kubernetes.io/worker"]
     allowedLabelPrefixes: ["partner.kubernetes.io"]
     allowedTaintKeys: ["example.com/maintenance"]
     nodeScopedServiceAccounts:
     - namespace: nr-daemon
       name: agent
       allowedLabelPrefixes: ["feature.node.kubernetes.io"]
-`), framework.LocationMutatorConfiguration(`    mutators:
+`
+
+// locationMutatorConfiguration is the LocationMutator's entry of both
+// hosts' configuration.
+var locationMutatorConfiguration = framework.LocationMutatorConfiguration(`    mutators:
     - apiVersion: mutations.gatekeeper.sh/v1
       kind: Assign
       metadata: {name: lm-always-pull}
@@ -241,10 +258,10 @@ var admissionConfig = framework.AdmissionConfiguration(framework.NodeRestriction
         location: 'spec.containers[name: proxy].ports[containerPort: "9090"].protocol'
         parameters:
           assign: {value: TCP}
-`+loadMutators+`    mutatorFiles: ["$DATA_DIR/mutators.yaml"]
+` + loadMutators + `    mutatorFiles: ["$DATA_DIR/mutators.yaml"]
     watchMutators: true
     mutationAnnotations: true
-`))
+`)
 
 // mutatorFile holds a Gatekeeper manifest as Gatekeeper users write it.
 const mutatorFile = `apiVersion: mutations.gatekeeper.sh/v1

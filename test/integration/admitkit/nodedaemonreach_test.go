@@ -39,9 +39,10 @@ import (
 // heldTo is how every refusal of the agent begins, after the object.
 const heldTo = `service account nr-daemon/agent is held to node "node-1"`
 
-// whenSeen retries request while it is answered NotFound: requests judged
-// on the plugin's pod informer (deletes, CONNECT) get NotFound for a pod
-// the informer has not seen yet.
+// whenSeen retries request while it is answered NotFound: in-process,
+// requests judged on the plugin's pod informer (deletes, CONNECT) get
+// NotFound for a pod the informer has not seen yet. (The webhook server's
+// NodeRestriction GETs the pod instead, and sees it at once.)
 func whenSeen(request func(ctx context.Context) error) error {
 	var last error
 	_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {

@@ -363,7 +363,8 @@ func testDaemonPods(t *testing.T, daemon kubernetes.Interface, mine, theirs *cor
 		NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "registry.example.com/x:1"}}}}, metav1.CreateOptions{})
 	expectForbidden(t, "creating a pod", err, "may not create pods")
 
-	// Deletes are judged on the plugin's pod informer (whenSeen).
+	// Deletes are judged on the pod the plugin looks up, in-process from
+	// its informer (whenSeen).
 	deleteWhenSeen := func(name string) error {
 		return whenSeen(func(ctx context.Context) error { return pods.Delete(ctx, name, metav1.DeleteOptions{}) })
 	}

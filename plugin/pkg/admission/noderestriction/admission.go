@@ -36,8 +36,7 @@ import (
 	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/informers"
-	corev1listers "k8s.io/client-go/listers/core/v1"
-	storagev1listers "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 
@@ -63,8 +62,9 @@ func Register(plugins *admission.Plugins) {
 
 // NewPlugin returns the plugin for the given identifier and configuration; a
 // nil configuration gives exactly Kubernetes' behaviour. The plugin still
-// needs its listers, authorizer and feature gates from the admission
-// initializers before it may serve (see ValidateInitialization).
+// needs its listers (or, with lookups: Requests, a client), authorizer and
+// feature gates from the admission initializers before it may serve (see
+// ValidateInitialization).
 func NewPlugin(nodeIdentifier NodeIdentifier, config *v1alpha1.Configuration) (*Plugin, error) {
 	if errs := config.Validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: invalid configuration: %w", PluginName, errs.ToAggregate())
@@ -96,11 +96,16 @@ func newPlugin(nodeIdentifier NodeIdentifier, config *v1alpha1.Configuration) *P
 		// without such accounts the plugin is not even asked.
 		ops = append(ops, admission.Connect)
 	}
+	lookups := v1alpha1.LookupsInformers
+	if config != nil && config.Lookups != "" {
+		lookups = config.Lookups
+	}
 	return &Plugin{
 		Handler:        admission.NewHandler(ops...),
 		nodeIdentifier: nodeIdentifier,
 		allow:          kubeletAllowances(config),
 		scoped:         scoped,
+		lookups:        lookups,
 	}
 }
 
@@ -113,13 +118,11 @@ type Plugin struct {
 	// configured.
 	scoped *scopedAccounts
 
-	podsGetter           corev1listers.PodLister
-	nodesGetter          corev1listers.NodeLister
-	serviceAccountGetter corev1listers.ServiceAccountLister
-	csiDriverGetter      storagev1listers.CSIDriverLister
-	pvcGetter            corev1listers.PersistentVolumeClaimLister
-	pvGetter             corev1listers.PersistentVolumeLister
-	authz                authorizer.UnconditionalAuthorizer
+	// lookups says which initializer call fills objects: the informer
+	// factory's (Informers) or the client's (Requests).
+	lookups v1alpha1.Lookups
+	objects getters
+	authz   authorizer.UnconditionalAuthorizer
 
 	gates                 gateValues
 	inspectedFeatureGates bool
@@ -128,6 +131,7 @@ type Plugin struct {
 var (
 	_ admission.ValidationInterface                = &Plugin{}
 	_ initializer.WantsExternalKubeInformerFactory = &Plugin{}
+	_ initializer.WantsExternalKubeClientSet       = &Plugin{}
 	_ initializer.WantsFeatures                    = &Plugin{}
 	_ initializer.WantsUnconditionalAuthorizer     = &Plugin{}
 )
@@ -140,19 +144,38 @@ func (p *Plugin) InspectFeatureGates(gates featuregate.FeatureGate) {
 	p.inspectedFeatureGates = true
 }
 
-// SetExternalKubeInformerFactory takes the listers the rules read. The
-// storage listers are taken only with ServiceAccountNodeAudienceRestriction,
-// so that without it no informer is started for CSIDrivers, PVCs and PVs;
-// the initializer inspects feature gates first, which this relies on.
+// SetExternalKubeInformerFactory takes the listers the rules read, with
+// lookups: Informers; with Requests it takes none, so that no informer is
+// started for the plugin. The storage listers are taken only with
+// ServiceAccountNodeAudienceRestriction, so that without it no informer is
+// started for CSIDrivers, PVCs and PVs; the initializer inspects feature
+// gates first, which this relies on.
 func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactory) {
-	p.podsGetter = f.Core().V1().Pods().Lister()
-	p.nodesGetter = f.Core().V1().Nodes().Lister()
-	p.serviceAccountGetter = f.Core().V1().ServiceAccounts().Lister()
-	if p.gates.audienceRestriction {
-		p.csiDriverGetter = f.Storage().V1().CSIDrivers().Lister()
-		p.pvcGetter = f.Core().V1().PersistentVolumeClaims().Lister()
-		p.pvGetter = f.Core().V1().PersistentVolumes().Lister()
+	if p.lookups != v1alpha1.LookupsInformers {
+		return
 	}
+	l := listers{
+		pods:            f.Core().V1().Pods().Lister(),
+		nodes:           f.Core().V1().Nodes().Lister(),
+		serviceAccounts: f.Core().V1().ServiceAccounts().Lister(),
+	}
+	if p.gates.audienceRestriction {
+		l.csiDrivers = f.Storage().V1().CSIDrivers().Lister()
+		l.pvcs = f.Core().V1().PersistentVolumeClaims().Lister()
+		l.pvs = f.Core().V1().PersistentVolumes().Lister()
+	}
+	p.objects = l.getters()
+}
+
+// SetExternalKubeClientSet takes the client the rules GET their objects
+// through, with lookups: Requests; with Informers the client is not used.
+// Like the listers, the storage kinds are read only with
+// ServiceAccountNodeAudienceRestriction.
+func (p *Plugin) SetExternalKubeClientSet(client kubernetes.Interface) {
+	if p.lookups != v1alpha1.LookupsRequests || client == nil {
+		return
+	}
+	p.objects = liveGetters(client, p.gates.audienceRestriction)
 }
 
 // SetUnconditionalAuthorizer takes the authorizer that the audience and the
@@ -169,27 +192,31 @@ func (p *Plugin) ValidateInitialization() error {
 	if p.nodeIdentifier == nil {
 		return fmt.Errorf("%s requires a node identifier", PluginName)
 	}
-	if p.podsGetter == nil {
+	if p.lookups == v1alpha1.LookupsRequests && p.objects.pods == nil {
+		// Every getter comes from the one client: name it, not a getter.
+		return fmt.Errorf("%s with lookups: %s requires a Kubernetes client (the external clientset initializer)", PluginName, v1alpha1.LookupsRequests)
+	}
+	if p.objects.pods == nil {
 		return fmt.Errorf("%s requires a pod getter", PluginName)
 	}
-	if p.nodesGetter == nil {
+	if p.objects.nodes == nil {
 		return fmt.Errorf("%s requires a node getter", PluginName)
 	}
 	if p.gates.audienceRestriction {
-		if p.csiDriverGetter == nil {
+		if p.objects.csiDrivers == nil {
 			return fmt.Errorf("%s requires a CSI driver getter", PluginName)
 		}
-		if p.pvcGetter == nil {
+		if p.objects.pvcs == nil {
 			return fmt.Errorf("%s requires a PVC getter", PluginName)
 		}
-		if p.pvGetter == nil {
+		if p.objects.pvs == nil {
 			return fmt.Errorf("%s requires a PV getter", PluginName)
 		}
 	}
 	if (p.gates.audienceRestriction || p.gates.podCertificateRequests) && p.authz == nil {
 		return fmt.Errorf("%s requires an authorizer", PluginName)
 	}
-	if p.serviceAccountGetter == nil {
+	if p.objects.serviceAccounts == nil {
 		return fmt.Errorf("%s requires a service account getter", PluginName)
 	}
 	if !p.inspectedFeatureGates {
@@ -223,7 +250,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, o admissi
 			return nil
 		}
 		if acct := p.scopedAccountOf(u); acct != nil {
-			return p.validateScoped(acct, a, o)
+			return p.validateScoped(ctx, acct, a, o)
 		}
 		return nil
 	}
@@ -258,11 +285,11 @@ func (p *Plugin) judge(ctx context.Context, nodeName string, f family, a admissi
 		if a.GetSubresource() != "" {
 			return forbid(reasonUnsupportedRequest, fmt.Errorf("unexpected pod subresource %q, only 'status' and 'eviction' are allowed", a.GetSubresource()))
 		}
-		return p.validatePod(nodeName, a, o)
+		return p.validatePod(ctx, nodeName, a, o)
 	case familyPodStatus:
 		return p.validatePodStatus(nodeName, a, o)
 	case familyPodEviction:
-		return p.validatePodEviction(nodeName, a, o)
+		return p.validatePodEviction(ctx, nodeName, a, o)
 	case familyNodes:
 		return p.validateNode(nodeName, a, o)
 	case familyPVCs:

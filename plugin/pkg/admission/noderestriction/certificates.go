@@ -139,7 +139,7 @@ func (p *Plugin) validatePodCertificateRequest(ctx context.Context, nodeName str
 	if string(req.nodeName) != nodeName {
 		return forbid(reasonOtherNodeObject, fmt.Errorf("PodCertificateRequest.Spec.NodeName=%q, which is not the requesting node %q", req.nodeName, nodeName))
 	}
-	node, err := p.nodesGetter.Get(string(req.nodeName))
+	node, err := p.objects.nodes.get(ctx, "", string(req.nodeName))
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return refuse(reasonObjectNotFound, fmt.Errorf("while retrieving node %q named in the PodCertificateRequest: %w", req.nodeName, err))
@@ -150,7 +150,7 @@ func (p *Plugin) validatePodCertificateRequest(ctx context.Context, nodeName str
 		return refuse(reasonUIDMismatch, fmt.Errorf("PodCertificateRequest for pod %q names node UID %q, inconsistent with the running node (%q)", podKey, req.nodeUID, node.UID))
 	}
 
-	pod, err := p.podsGetter.Pods(namespace).Get(req.podName)
+	pod, err := p.objects.pods.get(ctx, namespace, req.podName)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return refuse(reasonObjectNotFound, fmt.Errorf("while retrieving pod %q named in the PodCertificateRequest: %w", podKey, err))
@@ -171,7 +171,7 @@ func (p *Plugin) validatePodCertificateRequest(ctx context.Context, nodeName str
 	if req.serviceAccountName != pod.Spec.ServiceAccountName {
 		return forbid(reasonServiceAccountMismatch, fmt.Errorf("PodCertificateRequest for pod %q contains serviceAccountName (%q) that differs from running pod (%q)", podKey, req.serviceAccountName, pod.Spec.ServiceAccountName))
 	}
-	sa, err := p.serviceAccountGetter.ServiceAccounts(namespace).Get(req.serviceAccountName)
+	sa, err := p.objects.serviceAccounts.get(ctx, namespace, req.serviceAccountName)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return refuse(reasonObjectNotFound, fmt.Errorf("while retrieving service account %q named in the PodCertificateRequest: %w", namespace+"/"+req.serviceAccountName, err))

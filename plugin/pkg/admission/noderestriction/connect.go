@@ -17,6 +17,7 @@ limitations under the License.
 package noderestriction
 
 import (
+	"context"
 	"fmt"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -25,15 +26,15 @@ import (
 
 // validatePodConnect holds a CONNECT to a pod (exec, attach, portforward,
 // proxy), each of which runs code in the pod or reaches into it, to pods
-// whose stored spec.nodeName is nodeName. The pod comes from the informer,
-// as for deletes and evictions: a CONNECT carries only options, and the
-// pod's binding, once set, never changes.
-func (p *Plugin) validatePodConnect(nodeName string, a admission.Attributes) *denial {
+// whose stored spec.nodeName is nodeName. The pod is looked up, as for
+// deletes and evictions: a CONNECT carries only options, and the pod's
+// binding, once set, never changes.
+func (p *Plugin) validatePodConnect(ctx context.Context, nodeName string, a admission.Attributes) *denial {
 	podName, err := connectTarget(a)
 	if err != nil {
 		return forbid(reasonUnreadableObject, err)
 	}
-	pod, err := p.podsGetter.Pods(a.GetNamespace()).Get(podName)
+	pod, err := p.objects.pods.get(ctx, a.GetNamespace(), podName)
 	if err != nil {
 		return lookupDenial(err)
 	}

@@ -17,6 +17,7 @@ limitations under the License.
 package noderestriction
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -125,7 +126,7 @@ func credentialNode(u user.Info) string {
 // is refused whatever it writes, as a kubelet whose node is unknown is.
 // Only a self review passes: it changes nothing, and it is how the holder
 // of such a credential finds out which identity and node it carries.
-func (p *Plugin) validateScoped(acct *scopedAccount, a admission.Attributes, o admission.ObjectInterfaces) error {
+func (p *Plugin) validateScoped(ctx context.Context, acct *scopedAccount, a admission.Attributes, o admission.ObjectInterfaces) error {
 	f := familyOf(a)
 	nodeName := credentialNode(a.GetUserInfo())
 	if nodeName == "" {
@@ -137,7 +138,7 @@ func (p *Plugin) validateScoped(acct *scopedAccount, a admission.Attributes, o a
 		record(f, d)
 		return d.errorFor(a, "")
 	}
-	d, judged := p.judgeScoped(acct, nodeName, f, a, o)
+	d, judged := p.judgeScoped(ctx, acct, nodeName, f, a, o)
 	if !judged {
 		return nil
 	}
@@ -163,16 +164,16 @@ func isSelfReview(a admission.Attributes) bool {
 
 // judgeScoped applies the daemon rules of family f; judged is false for a
 // request no rule covers, which RBAC alone decides.
-func (p *Plugin) judgeScoped(acct *scopedAccount, nodeName string, f family, a admission.Attributes, o admission.ObjectInterfaces) (d *denial, judged bool) {
+func (p *Plugin) judgeScoped(ctx context.Context, acct *scopedAccount, nodeName string, f family, a admission.Attributes, o admission.ObjectInterfaces) (d *denial, judged bool) {
 	switch f {
 	case familyNodes:
 		return validateScopedNode(acct, nodeName, a, o), true
 	case familyPods:
-		return p.validateScopedPod(nodeName, a, o), true
+		return p.validateScopedPod(ctx, nodeName, a, o), true
 	case familyPodStatus:
 		return p.validatePodStatus(nodeName, a, o), true
 	case familyPodEviction:
-		return p.validatePodEviction(nodeName, a, o), true
+		return p.validatePodEviction(ctx, nodeName, a, o), true
 	case familyResourceSlices:
 		return validateResourceSlice(nodeName, true, a, o), true
 	case familyLeases:
@@ -210,14 +211,14 @@ func validateScopedNode(acct *scopedAccount, nodeName string, a admission.Attrib
 
 // validateScopedPod holds a daemon's writes to pods, and its CONNECT
 // requests to them, to the pods bound to its node.
-func (p *Plugin) validateScopedPod(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
+func (p *Plugin) validateScopedPod(ctx context.Context, nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	switch a.GetOperation() {
 	case admission.Update:
 		return validateBoundPodUpdate(nodeName, a, o)
 	case admission.Delete:
-		return p.validateScopedPodDelete(nodeName, a, o)
+		return p.validateScopedPodDelete(ctx, nodeName, a, o)
 	case admission.Connect:
-		return p.validatePodConnect(nodeName, a)
+		return p.validatePodConnect(ctx, nodeName, a)
 	}
 	// A daemon creating pods (or bindings) is a daemon placing
 	// workloads, which is the scheduler's and controllers' job.
@@ -233,9 +234,9 @@ func (p *Plugin) validateScopedPod(nodeName string, a admission.Attributes, o ad
 // names no pod, it does so item by item. The kubelets' rule looks the pod
 // up by the request's name instead, as Kubernetes' does; a server that
 // hands no old object gets the same lookup here.
-func (p *Plugin) validateScopedPodDelete(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
+func (p *Plugin) validateScopedPodDelete(ctx context.Context, nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	if versioned.IsNil(a.GetOldObject()) {
-		return p.validatePodDelete(nodeName, a)
+		return p.validatePodDelete(ctx, nodeName, a)
 	}
 	spec, _, err := readPart(a.GetOldObject(), podGVK, o, "Spec", podSpec)
 	if err != nil {

@@ -96,6 +96,14 @@ func TestLoadConfiguration(t *testing.T) {
 			err: `nodeScopedServiceAccounts[0].allowedLabelPrefixes[0]: Invalid value: "x.node-restriction.kubernetes.io/"`},
 		{name: "node-scoped account with a bad taint key", config: head + "nodeScopedServiceAccounts: [{namespace: a, name: b, allowedTaintKeys: [\"-x\"]}]\n",
 			err: `nodeScopedServiceAccounts[0].allowedTaintKeys[0]: Invalid value: "-x"`},
+		{name: "lookups by request", config: head + "lookups: Requests\n",
+			want: &v1alpha1.Configuration{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind}, Lookups: v1alpha1.LookupsRequests}},
+		{name: "lookups from informers", config: head + "lookups: Informers\n",
+			want: &v1alpha1.Configuration{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind}, Lookups: v1alpha1.LookupsInformers}},
+		{name: "unknown lookups", config: head + "lookups: Live\n",
+			err: `lookups: Unsupported value: "Live": supported values: "Informers", "Requests"`},
+		{name: "lookups in another case", config: head + "lookups: requests\n",
+			err: `lookups: Unsupported value: "requests"`},
 		{name: "node-scoped account with an unknown field", config: head + "nodeScopedServiceAccounts: [{namespace: a, name: b, labelSelector: {}}]\n",
 			err: `unknown field "nodeScopedServiceAccounts[0].labelSelector"`},
 	}
@@ -207,14 +215,14 @@ func TestValidateInitialization(t *testing.T) {
 		err   string
 	}{
 		{"node identifier", func(p *Plugin) { p.nodeIdentifier = nil }, "NodeRestriction requires a node identifier"},
-		{"pods", func(p *Plugin) { p.podsGetter = nil }, "NodeRestriction requires a pod getter"},
-		{"nodes", func(p *Plugin) { p.nodesGetter = nil }, "NodeRestriction requires a node getter"},
-		{"CSI drivers", func(p *Plugin) { p.csiDriverGetter = nil }, "NodeRestriction requires a CSI driver getter"},
-		{"PVCs", func(p *Plugin) { p.pvcGetter = nil }, "NodeRestriction requires a PVC getter"},
-		{"PVs", func(p *Plugin) { p.pvGetter = nil }, "NodeRestriction requires a PV getter"},
+		{"pods", func(p *Plugin) { p.objects.pods = nil }, "NodeRestriction requires a pod getter"},
+		{"nodes", func(p *Plugin) { p.objects.nodes = nil }, "NodeRestriction requires a node getter"},
+		{"CSI drivers", func(p *Plugin) { p.objects.csiDrivers = nil }, "NodeRestriction requires a CSI driver getter"},
+		{"PVCs", func(p *Plugin) { p.objects.pvcs = nil }, "NodeRestriction requires a PVC getter"},
+		{"PVs", func(p *Plugin) { p.objects.pvs = nil }, "NodeRestriction requires a PV getter"},
 		{"authorizer", func(p *Plugin) { p.authz = nil }, "NodeRestriction requires an authorizer"},
 		{"authorizer for pod certificates only", func(p *Plugin) { p.gates.audienceRestriction = false; p.authz = nil }, "NodeRestriction requires an authorizer"},
-		{"service accounts", func(p *Plugin) { p.serviceAccountGetter = nil }, "NodeRestriction requires a service account getter"},
+		{"service accounts", func(p *Plugin) { p.objects.serviceAccounts = nil }, "NodeRestriction requires a service account getter"},
 		{"feature gates", func(p *Plugin) { p.inspectedFeatureGates = false }, "NodeRestriction has not inspected feature gates"},
 	}
 	for _, tt := range tests {
@@ -229,7 +237,7 @@ func TestValidateInitialization(t *testing.T) {
 		p.InspectFeatureGates(newGates(t, "", map[string]bool{string(ServiceAccountNodeAudienceRestriction): false, string(PodCertificateRequest): false}))
 		p.SetExternalKubeInformerFactory(informers.NewSharedInformerFactory(fake.NewClientset(), 0))
 		p.SetUnconditionalAuthorizer(allowAll{})
-		if p.csiDriverGetter != nil || p.pvcGetter != nil || p.pvGetter != nil || p.authz != nil {
+		if p.objects.csiDrivers != nil || p.objects.pvcs != nil || p.objects.pvs != nil || p.authz != nil {
 			t.Errorf("took storage listers or the authorizer although no rule needs them")
 		}
 		if err := p.ValidateInitialization(); err != nil {

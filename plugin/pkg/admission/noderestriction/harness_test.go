@@ -25,16 +25,19 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/kubernetes/fake"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	storagev1listers "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
 
+	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/apis/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
 )
 
@@ -97,11 +100,29 @@ func newGates(t testing.TB, emulation string, overrides map[string]bool) feature
 	return g
 }
 
+// lookupModes are the plugin's two ways of reading the objects a rule
+// needs: every case is judged through each, and must be judged the same.
+var lookupModes = []v1alpha1.Lookups{v1alpha1.LookupsInformers, v1alpha1.LookupsRequests}
+
 // newCasePlugin wires a plugin for c directly with listers, the way the
-// initializers would wire it.
+// informer initializer would wire it.
 func newCasePlugin(t testing.TB, c cases.Case) *Plugin {
 	t.Helper()
-	p, err := NewPlugin(NewDefaultNodeIdentifier(), c.Config)
+	return newCasePluginWith(t, c, v1alpha1.LookupsInformers)
+}
+
+// newCasePluginWith wires a plugin for c whose lookups are lookups: listers
+// over the case's objects, or a fake clientset holding them, handed over
+// as the clientset initializer hands kube-apiserver's client.
+func newCasePluginWith(t testing.TB, c cases.Case, lookups v1alpha1.Lookups) *Plugin {
+	t.Helper()
+	cfg := &v1alpha1.Configuration{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind}}
+	if c.Config != nil {
+		copied := *c.Config
+		cfg = &copied
+	}
+	cfg.Lookups = lookups
+	p, err := NewPlugin(NewDefaultNodeIdentifier(), cfg)
 	if err != nil {
 		t.Fatalf("NewPlugin: %v", err)
 	}
@@ -112,25 +133,66 @@ func newCasePlugin(t testing.TB, c cases.Case) *Plugin {
 	if nodes == nil {
 		nodes = cases.DefaultNodes()
 	}
-	p.podsGetter = corev1listers.NewPodLister(indexer(t, c.Pods))
-	p.nodesGetter = corev1listers.NewNodeLister(indexer(t, nodes))
-	p.serviceAccountGetter = corev1listers.NewServiceAccountLister(indexer(t, c.ServiceAccounts))
-	p.csiDriverGetter = storagev1listers.NewCSIDriverLister(indexer(t, c.CSIDrivers))
-	p.pvcGetter = corev1listers.NewPersistentVolumeClaimLister(indexer(t, c.PVCs))
-	p.pvGetter = corev1listers.NewPersistentVolumeLister(indexer(t, c.PVs))
+	switch lookups {
+	case v1alpha1.LookupsInformers:
+		p.objects = listers{
+			pods:            corev1listers.NewPodLister(indexer(t, c.Pods)),
+			nodes:           corev1listers.NewNodeLister(indexer(t, nodes)),
+			serviceAccounts: corev1listers.NewServiceAccountLister(indexer(t, c.ServiceAccounts)),
+			csiDrivers:      storagev1listers.NewCSIDriverLister(indexer(t, c.CSIDrivers)),
+			pvcs:            corev1listers.NewPersistentVolumeClaimLister(indexer(t, c.PVCs)),
+			pvs:             corev1listers.NewPersistentVolumeLister(indexer(t, c.PVs)),
+		}.getters()
+	case v1alpha1.LookupsRequests:
+		var objs []runtime.Object
+		objs = latest(objs, c.Pods)
+		objs = latest(objs, nodes)
+		objs = latest(objs, c.ServiceAccounts)
+		objs = latest(objs, c.CSIDrivers)
+		objs = latest(objs, c.PVCs)
+		objs = latest(objs, c.PVs)
+		p.SetExternalKubeClientSet(fake.NewClientset(objs...))
+	default:
+		t.Fatalf("unknown lookups %q", lookups)
+	}
 	p.authz = caseAuthorizer(t, c.Authorizer)
 	return p
 }
 
-// runCase judges c.Attrs with objects as the chain's ObjectInterfaces.
+// latest appends items to objs as an indexer holds them: a later object
+// replaces an earlier one of the same namespace and name (the fake
+// clientset refuses a second one).
+func latest[T interface {
+	runtime.Object
+	metav1.Object
+}](objs []runtime.Object, items []T) []runtime.Object {
+	at := make(map[string]int, len(items))
+	for _, o := range items {
+		key := o.GetNamespace() + "/" + o.GetName()
+		if i, ok := at[key]; ok {
+			objs[i] = o
+			continue
+		}
+		at[key] = len(objs)
+		objs = append(objs, o)
+	}
+	return objs
+}
+
+// runCase judges c.Attrs with objects as the chain's ObjectInterfaces,
+// once with each of the lookups.
 func runCase(t *testing.T, c cases.Case, objects admission.ObjectInterfaces) {
 	t.Helper()
 	t.Run(c.Name, func(t *testing.T) {
-		p := newCasePlugin(t, c)
-		err := p.Validate(context.Background(), c.Attrs, objects)
-		checkErr(t, err, c.Err)
-		if a, ok := p.authz.(*expectingAuthorizer); ok && !a.called {
-			t.Errorf("the authorizer was never asked")
+		for _, lookups := range lookupModes {
+			t.Run(string(lookups), func(t *testing.T) {
+				p := newCasePluginWith(t, c, lookups)
+				err := p.Validate(context.Background(), c.Attrs, objects)
+				checkErr(t, err, c.Err)
+				if a, ok := p.authz.(*expectingAuthorizer); ok && !a.called {
+					t.Errorf("the authorizer was never asked")
+				}
+			})
 		}
 	})
 }

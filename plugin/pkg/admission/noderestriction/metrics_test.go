@@ -228,7 +228,7 @@ func TestMetricsRequests(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			p := newCasePlugin(t, c.Case)
 			if c.brokenPods {
-				p.podsGetter = corev1listers.NewPodLister(failingIndexer{indexer[*corev1.Pod](t, nil)})
+				p.objects.pods = listers{pods: corev1listers.NewPodLister(failingIndexer{indexer[*corev1.Pod](t, nil)})}.getters().pods
 			}
 			before := counterValues(t)
 			err := p.Validate(context.Background(), c.Attrs, nil)

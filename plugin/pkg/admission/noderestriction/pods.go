@@ -17,6 +17,7 @@ limitations under the License.
 package noderestriction
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -36,12 +37,12 @@ var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
 // validatePod lets a node create mirror pods for its static pods and delete
 // pods bound to it. Everything else about a pod's spec belongs to the
 // scheduler and controllers, so other writes are refused.
-func (p *Plugin) validatePod(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
+func (p *Plugin) validatePod(ctx context.Context, nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	switch a.GetOperation() {
 	case admission.Create:
-		return p.validateMirrorPodCreate(nodeName, a, o)
+		return p.validateMirrorPodCreate(ctx, nodeName, a, o)
 	case admission.Delete:
-		return p.validatePodDelete(nodeName, a)
+		return p.validatePodDelete(ctx, nodeName, a)
 	default:
 		return forbid(reasonUnsupportedRequest, fmt.Errorf("unexpected operation %q, node %q can only create and delete mirror pods", a.GetOperation(), nodeName))
 	}
@@ -50,8 +51,8 @@ func (p *Plugin) validatePod(nodeName string, a admission.Attributes, o admissio
 // validatePodDelete lets a requester held to node nodeName delete only the
 // pods bound to that node. The pod is looked up, since a delete carries no
 // body to judge.
-func (p *Plugin) validatePodDelete(nodeName string, a admission.Attributes) *denial {
-	pod, err := p.podsGetter.Pods(a.GetNamespace()).Get(a.GetName())
+func (p *Plugin) validatePodDelete(ctx context.Context, nodeName string, a admission.Attributes) *denial {
+	pod, err := p.objects.pods.get(ctx, a.GetNamespace(), a.GetName())
 	if err != nil {
 		return lookupDenial(err)
 	}
@@ -65,7 +66,7 @@ func (p *Plugin) validatePodDelete(nodeName string, a admission.Attributes) *den
 // by (and only by) the node's current Node object, so that it is garbage
 // collected with the node, and reference no API object, since a static pod
 // manifest could otherwise be used to reach secrets the node has no pod for.
-func (p *Plugin) validateMirrorPodCreate(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
+func (p *Plugin) validateMirrorPodCreate(ctx context.Context, nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	pod, err := asVersioned[corev1.Pod](a.GetObject(), podGVK, o)
 	if err != nil {
 		return forbid(reasonUnreadableObject, err)
@@ -95,7 +96,7 @@ func (p *Plugin) validateMirrorPodCreate(nodeName string, a admission.Attributes
 	}
 	// The UID pins the owner to this incarnation of the Node: a reference to
 	// a deleted and re-registered node would orphan the pod.
-	node, err := p.nodesGetter.Get(nodeName)
+	node, err := p.objects.nodes.get(ctx, "", nodeName)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return refuse(reasonObjectNotFound, err)
@@ -194,7 +195,7 @@ func stringPtrEqual(a, b *string) bool {
 // validatePodEviction lets a node evict pods bound to it, as the kubelet
 // does under node pressure. The pod is looked up, not taken from the
 // request, so that the binding is the stored one.
-func (p *Plugin) validatePodEviction(nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
+func (p *Plugin) validatePodEviction(ctx context.Context, nodeName string, a admission.Attributes, o admission.ObjectInterfaces) *denial {
 	if a.GetOperation() != admission.Create {
 		return forbid(reasonUnsupportedRequest, fmt.Errorf("unexpected operation %s", a.GetOperation()))
 	}
@@ -210,7 +211,7 @@ func (p *Plugin) validatePodEviction(nodeName string, a admission.Attributes, o 
 		}
 		podName = evictionName
 	}
-	pod, err := p.podsGetter.Pods(a.GetNamespace()).Get(podName)
+	pod, err := p.objects.pods.get(ctx, a.GetNamespace(), podName)
 	if err != nil {
 		return lookupDenial(err)
 	}

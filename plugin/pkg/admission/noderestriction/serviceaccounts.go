@@ -55,7 +55,7 @@ func (p *Plugin) validateServiceAccount(ctx context.Context, nodeName string, a 
 	if ref.UID == "" {
 		return forbid(reasonUnboundToken, fmt.Errorf("node requested token with a pod binding without a uid"))
 	}
-	pod, err := p.podsGetter.Pods(a.GetNamespace()).Get(ref.Name)
+	pod, err := p.objects.pods.get(ctx, a.GetNamespace(), ref.Name)
 	if err != nil {
 		return lookupDenial(err)
 	}
@@ -115,7 +115,7 @@ func (p *Plugin) validateTokenAudience(ctx context.Context, audiences []string, 
 // audience. A lookup that fails is remembered but does not stop the walk: a
 // later volume may still match, and only when none does are the failures
 // reported (the authorizer is then not asked, since the answer may be
-// wrong only because of a stale informer).
+// wrong only because of a stale informer or a failed request).
 func (p *Plugin) podUsesAudience(ctx context.Context, pod *corev1.Pod, audience string) (bool, error) {
 	var errs []error
 	for i := range pod.Spec.Volumes {
@@ -148,7 +148,7 @@ func (p *Plugin) podUsesAudience(ctx context.Context, pod *corev1.Pod, audience 
 		if driver == "" {
 			continue
 		}
-		ok, err := p.csiDriverRequestsAudience(driver, audience)
+		ok, err := p.csiDriverRequestsAudience(ctx, driver, audience)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -163,14 +163,14 @@ func (p *Plugin) podUsesAudience(ctx context.Context, pod *corev1.Pod, audience 
 // csiDriverOfClaim follows claim to volume to CSI driver; "" when the
 // volume is neither CSI nor migratable to CSI.
 func (p *Plugin) csiDriverOfClaim(ctx context.Context, namespace, claimName string) (string, error) {
-	if p.pvcGetter == nil || p.pvGetter == nil {
+	if p.objects.pvcs == nil || p.objects.pvs == nil {
 		return "", errors.New("no persistent volume claim or volume lister")
 	}
-	pvc, err := p.pvcGetter.PersistentVolumeClaims(namespace).Get(claimName)
+	pvc, err := p.objects.pvcs.get(ctx, namespace, claimName)
 	if err != nil {
 		return "", err
 	}
-	pv, err := p.pvGetter.Get(pvc.Spec.VolumeName)
+	pv, err := p.objects.pvs.get(ctx, "", pvc.Spec.VolumeName)
 	if err != nil {
 		return "", err
 	}
@@ -184,11 +184,11 @@ func (p *Plugin) csiDriverOfClaim(ctx context.Context, namespace, claimName stri
 	return driver, nil
 }
 
-func (p *Plugin) csiDriverRequestsAudience(driverName, audience string) (bool, error) {
-	if p.csiDriverGetter == nil {
+func (p *Plugin) csiDriverRequestsAudience(ctx context.Context, driverName, audience string) (bool, error) {
+	if p.objects.csiDrivers == nil {
 		return false, errors.New("no CSI driver lister")
 	}
-	driver, err := p.csiDriverGetter.Get(driverName)
+	driver, err := p.objects.csiDrivers.get(ctx, "", driverName)
 	if err != nil {
 		return false, err
 	}

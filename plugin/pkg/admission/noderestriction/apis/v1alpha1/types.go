@@ -33,12 +33,43 @@ const APIVersion = GroupName + "/" + Version
 const Kind = "Configuration"
 
 // Configuration widens what a node may change on its own Node object beyond
-// Kubernetes' fixed set. Nothing listed here reaches the
-// node-restriction.kubernetes.io/ label namespace: it is the namespace
-// cluster administrators use to steer workloads to trusted nodes, so a node
-// may never set those labels itself.
+// Kubernetes' fixed set, names the node daemons to hold to their nodes, and
+// says how the plugin reads the objects its rules look up. Nothing listed
+// here reaches the node-restriction.kubernetes.io/ label namespace: it is
+// the namespace cluster administrators use to steer workloads to trusted
+// nodes, so a node may never set those labels itself.
 type Configuration struct {
 	metav1.TypeMeta `json:",inline"`
+
+	// Lookups is how the rules read the objects a request names but does
+	// not carry: the pod of a delete, an eviction, a CONNECT, a pod-bound
+	// token or a pod certificate; the Node a mirror pod or a pod
+	// certificate names; the service account of a pod certificate; and,
+	// for a token's audience, the pod's claims, their volumes and CSI
+	// drivers. The rules are the same either way, with the same refusals
+	// and messages (a missing object is NotFound as it is); what differs
+	// is what a lookup costs and how current its answer is.
+	//
+	// Informers, the default and Kubernetes' own way: the plugin lists and
+	// watches every pod, Node and service account of the cluster (and,
+	// with ServiceAccountNodeAudienceRestriction, every claim, volume and
+	// CSIDriver) into caches, and looks up there. A lookup costs no
+	// request, but each server holding the plugin receives every change to
+	// those objects, judged or not, and a cache lags the stored object by
+	// the watch's delivery (milliseconds), so an object created or
+	// replaced a moment ago may be answered NotFound or by its old UID
+	// until it arrives. Use it where the plugin judges every kubelet
+	// request: inside kube-apiserver, where those informers are shared.
+	//
+	// Requests: the plugin watches nothing; each request that needs an
+	// object GETs it from kube-apiserver with the request's context, and
+	// sees it as stored. A lookup costs one GET (a read from etcd), only
+	// for the requests a rule judges that name an object. Use it where
+	// few requests are judged, such as admitkit's webhook server, which
+	// kube-apiserver calls only for the node-scoped service accounts
+	// listed below: there informers would watch every pod of the cluster
+	// on every replica for a few daemon requests.
+	Lookups Lookups `json:"lookups,omitempty"`
 
 	// AllowedLabels are label keys a node may add, change or remove on its
 	// own Node, for example inventory.example.kubernetes.io/rack. A
@@ -62,6 +93,18 @@ type Configuration struct {
 	// above are the kubelets'; each account carries its own.
 	NodeScopedServiceAccounts []NodeScopedServiceAccount `json:"nodeScopedServiceAccounts,omitempty"`
 }
+
+// Lookups is how the plugin reads the objects its rules look up: see
+// Configuration.Lookups.
+type Lookups string
+
+const (
+	// LookupsInformers reads them from informer caches (the default).
+	LookupsInformers Lookups = "Informers"
+	// LookupsRequests GETs them from kube-apiserver when a request needs
+	// them.
+	LookupsRequests Lookups = "Requests"
+)
 
 // NodeScopedServiceAccount names one service account to hold to its node,
 // and what it may change on its own Node beyond what every kubelet may.

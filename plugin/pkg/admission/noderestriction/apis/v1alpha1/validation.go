@@ -25,10 +25,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Validate checks a configuration: its apiVersion and kind, that every label
-// key and taint key is a qualified name, every prefix a DNS subdomain, and
-// that nothing lists the reserved node-restriction.kubernetes.io namespace,
-// and that each node-scoped service account is named once, validly.
+// Validate checks a configuration: its apiVersion, kind and lookups, that
+// every label key and taint key is a qualified name, every prefix a DNS
+// subdomain, and that nothing lists the reserved
+// node-restriction.kubernetes.io namespace, and that each node-scoped
+// service account is named once, validly.
 // A nil configuration is valid and means Kubernetes' own behaviour.
 func (c *Configuration) Validate() field.ErrorList {
 	if c == nil {
@@ -40,6 +41,12 @@ func (c *Configuration) Validate() field.ErrorList {
 	}
 	if c.Kind != Kind {
 		errs = append(errs, field.NotSupported(field.NewPath("kind"), c.Kind, []string{Kind}))
+	}
+
+	switch c.Lookups {
+	case "", LookupsInformers, LookupsRequests:
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("lookups"), c.Lookups, []Lookups{LookupsInformers, LookupsRequests}))
 	}
 
 	errs = append(errs, validateAllowances(nil, c.AllowedLabels, c.AllowedLabelPrefixes, c.AllowedTaintKeys)...)
