@@ -45,18 +45,15 @@ const (
 // "<Kind>/<namespace>/<name>:<generation>" (mutators are cluster-scoped, so
 // the namespace is empty), sorted and without repeats, joined by ", ";
 // and a new UUID.
-func annotateMutations(obj runtime.Object, res mutation.Result, candidates []*mutation.Mutator) error {
+func annotateMutations(obj runtime.Object, res mutation.Result) error {
 	accessor, err := meta.Accessor(obj)
 	if err != nil {
 		return fmt.Errorf("annotating the mutated object: %w", err)
 	}
 	names := make([]string, 0, len(res.Reached))
-	for _, id := range res.Reached {
-		var generation int64
-		if i := slices.IndexFunc(candidates, func(m *mutation.Mutator) bool { return m.ID() == id }); i >= 0 {
-			generation = candidates[i].Generation()
-		}
-		names = append(names, fmt.Sprintf("%s//%s:%d", id.Kind, id.Name, generation))
+	for _, m := range res.Reached {
+		id := m.ID()
+		names = append(names, fmt.Sprintf("%s//%s:%d", id.Kind, id.Name, m.Generation()))
 	}
 	slices.Sort(names)
 	annotations := accessor.GetAnnotations()
