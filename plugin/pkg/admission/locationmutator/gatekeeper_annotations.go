@@ -19,6 +19,7 @@ package locationmutator
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -50,10 +51,31 @@ func annotateMutations(obj runtime.Object, res mutation.Result) error {
 	if err != nil {
 		return fmt.Errorf("annotating the mutated object: %w", err)
 	}
-	names := make([]string, 0, len(res.Reached))
+	// Every name is written into one buffer and sliced out of its string,
+	// rather than formatted into a string of its own.
+	n := 0
+	var digits [20]byte
 	for _, m := range res.Reached {
 		id := m.ID()
-		names = append(names, fmt.Sprintf("%s//%s:%d", id.Kind, id.Name, m.Generation()))
+		n += len(id.Kind) + len(id.Name) + len("//:") + len(strconv.AppendInt(digits[:0], m.Generation(), 10))
+	}
+	var b strings.Builder
+	b.Grow(n)
+	ends := make([]int, len(res.Reached))
+	for i, m := range res.Reached {
+		id := m.ID()
+		b.WriteString(id.Kind)
+		b.WriteString("//")
+		b.WriteString(id.Name)
+		b.WriteByte(':')
+		b.Write(strconv.AppendInt(digits[:0], m.Generation(), 10))
+		ends[i] = b.Len()
+	}
+	all := b.String()
+	names := make([]string, len(ends))
+	start := 0
+	for i, end := range ends {
+		names[i], start = all[start:end], end
 	}
 	slices.Sort(names)
 	annotations := accessor.GetAnnotations()
