@@ -368,16 +368,16 @@ func (p *Plugin) mutate(ctx context.Context, a admission.Attributes, o admission
 	if failed != nil {
 		return refuse(a, failed)
 	}
-	return p.recordMutated(a, obj, res, candidates)
+	return p.recordMutated(a, obj, res)
 }
 
 // recordMutated annotates and records an object the candidates changed.
-func (p *Plugin) recordMutated(a admission.Attributes, obj runtime.Object, res mutation.Result, candidates []*mutation.Mutator) error {
+func (p *Plugin) recordMutated(a admission.Attributes, obj runtime.Object, res mutation.Result) error {
 	if !res.Mutated() {
 		return nil
 	}
 	if p.mutationAnnotations {
-		if err := annotateMutations(obj, res, candidates); err != nil {
+		if err := annotateMutations(obj, res); err != nil {
 			return apierrors.NewInternalError(fmt.Errorf("%s: %w", PluginName, err))
 		}
 	}
@@ -481,12 +481,14 @@ func appliedList(res mutation.Result) string {
 	// Built in one buffer: a string per mutator and a join were most of
 	// what a request that changes a pod allocates outside the walk.
 	n := 0
-	for _, id := range res.Applied {
+	for _, m := range res.Applied {
+		id := m.ID()
 		n += len(id.Kind) + len(id.Name) + 2
 	}
 	var b strings.Builder
 	b.Grow(n)
-	for i, id := range res.Applied {
+	for i, m := range res.Applied {
+		id := m.ID()
 		if i > 0 {
 			b.WriteByte(',')
 		}

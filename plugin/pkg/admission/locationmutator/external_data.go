@@ -112,19 +112,16 @@ func mergeResults(candidates []*mutation.Mutator, all, res mutation.Result) muta
 	return all
 }
 
-// unionInRunOrder adds the IDs of add missing from ids, sorted in run order.
-func unionInRunOrder(candidates []*mutation.Mutator, ids, add []mutation.ID) []mutation.ID {
-	for _, id := range add {
-		if !slices.Contains(ids, id) {
-			ids = append(ids, id)
+// unionInRunOrder adds the mutators of add missing from ms, sorted in run
+// order.
+func unionInRunOrder(candidates []*mutation.Mutator, ms, add []*mutation.Mutator) []*mutation.Mutator {
+	for _, m := range add {
+		if !slices.Contains(ms, m) {
+			ms = append(ms, m)
 		}
 	}
-	slices.SortStableFunc(ids, func(x, y mutation.ID) int {
-		return runIndex(candidates, x) - runIndex(candidates, y)
+	slices.SortStableFunc(ms, func(x, y *mutation.Mutator) int {
+		return slices.Index(candidates, x) - slices.Index(candidates, y)
 	})
-	return ids
-}
-
-func runIndex(candidates []*mutation.Mutator, id mutation.ID) int {
-	return slices.IndexFunc(candidates, func(m *mutation.Mutator) bool { return m.ID() == id })
+	return ms
 }

@@ -19,6 +19,7 @@ package locationmutator
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -45,18 +46,36 @@ const (
 // "<Kind>/<namespace>/<name>:<generation>" (mutators are cluster-scoped, so
 // the namespace is empty), sorted and without repeats, joined by ", ";
 // and a new UUID.
-func annotateMutations(obj runtime.Object, res mutation.Result, candidates []*mutation.Mutator) error {
+func annotateMutations(obj runtime.Object, res mutation.Result) error {
 	accessor, err := meta.Accessor(obj)
 	if err != nil {
 		return fmt.Errorf("annotating the mutated object: %w", err)
 	}
-	names := make([]string, 0, len(res.Reached))
-	for _, id := range res.Reached {
-		var generation int64
-		if i := slices.IndexFunc(candidates, func(m *mutation.Mutator) bool { return m.ID() == id }); i >= 0 {
-			generation = candidates[i].Generation()
-		}
-		names = append(names, fmt.Sprintf("%s//%s:%d", id.Kind, id.Name, generation))
+	// Every name is written into one buffer and sliced out of its string,
+	// rather than formatted into a string of its own.
+	n := 0
+	var digits [20]byte
+	for _, m := range res.Reached {
+		id := m.ID()
+		n += len(id.Kind) + len(id.Name) + len("//:") + len(strconv.AppendInt(digits[:0], m.Generation(), 10))
+	}
+	var b strings.Builder
+	b.Grow(n)
+	ends := make([]int, len(res.Reached))
+	for i, m := range res.Reached {
+		id := m.ID()
+		b.WriteString(id.Kind)
+		b.WriteString("//")
+		b.WriteString(id.Name)
+		b.WriteByte(':')
+		b.Write(strconv.AppendInt(digits[:0], m.Generation(), 10))
+		ends[i] = b.Len()
+	}
+	all := b.String()
+	names := make([]string, len(ends))
+	start := 0
+	for i, end := range ends {
+		names[i], start = all[start:end], end
 	}
 	slices.Sort(names)
 	annotations := accessor.GetAnnotations()

@@ -128,7 +128,7 @@ func (p *Plugin) admitTrying(ctx context.Context, a admission.Attributes, o admi
 	if len(tried) > 0 {
 		p.report(ctx, a, &sent, p.try(ctx, a, o, original, obj, candidates, tried, &sent))
 	}
-	return p.recordMutated(a, obj, res, enforced)
+	return p.recordMutated(a, obj, res)
 }
 
 // matching returns, in run order, the mutators of unenforced that are in

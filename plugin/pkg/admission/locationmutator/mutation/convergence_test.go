@@ -50,7 +50,7 @@ func passesUntilUnchanged(t *testing.T, cands []*Mutator, obj mutable, tg *match
 			t.Fatal(err)
 		}
 		if len(p.changed) == 0 {
-			a, r := idsOf(cands, applied, reached)
+			a, r := mutatorsOf(cands, applied, reached)
 			return Result{Applied: a, Reached: r, Passes: pass}
 		}
 		applied = mergeIndexes(applied, p.changed)
@@ -145,7 +145,7 @@ spec:
 			defer sc.release()
 			want := passesUntilUnchanged(t, tc.ms, &unstructuredRoot{obj: ref, sc: sc}, podTarget())
 			if !jsonEqual(o, ref) || !slices.Equal(res.Applied, want.Applied) || !slices.Equal(res.Reached, want.Reached) {
-				t.Errorf("got %v %+v, the passes until one changes nothing give %v %+v", o, res, ref, want)
+				t.Errorf("got %v %v %v, the passes until one changes nothing give %v %v %v", o, IDs(res.Applied), IDs(res.Reached), ref, IDs(want.Applied), IDs(want.Reached))
 			}
 			if res.Passes > want.Passes || res.Passes < want.Passes-1 {
 				t.Errorf("passes %d, the reference ran %d", res.Passes, want.Passes)
@@ -271,7 +271,7 @@ func checkTenPodResult(t *testing.T, res, want Result, got, ref runtime.Object) 
 		t.Errorf("passes %d, the reference %d; want 1 and 2", res.Passes, want.Passes)
 	}
 	if len(res.Applied) != 10 || !slices.Equal(res.Applied, want.Applied) || !slices.Equal(res.Reached, want.Reached) {
-		t.Errorf("applied %v reached %v, the reference %v %v", res.Applied, res.Reached, want.Applied, want.Reached)
+		t.Errorf("applied %v reached %v, the reference %v %v", IDs(res.Applied), IDs(res.Reached), IDs(want.Applied), IDs(want.Reached))
 	}
 	if !reflect.DeepEqual(got, ref) {
 		t.Errorf("got %+v\nthe reference made %+v", got, ref)

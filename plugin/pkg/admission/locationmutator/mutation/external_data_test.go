@@ -157,8 +157,8 @@ func TestExternalDataFailurePolicies(t *testing.T) {
 				if len(calls) != 1 {
 					t.Errorf("typed=%v: calls %v, want one", typed, calls)
 				}
-				if !slices.Equal(res.Applied, []ID{{Kind: "Assign", Name: "digest"}}) {
-					t.Errorf("typed=%v: applied %v", typed, res.Applied)
+				if !slices.Equal(IDs(res.Applied), []ID{{Kind: "Assign", Name: "digest"}}) {
+					t.Errorf("typed=%v: applied %v", typed, IDs(res.Applied))
 				}
 			}
 		})

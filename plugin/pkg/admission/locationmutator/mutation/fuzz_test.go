@@ -193,7 +193,7 @@ func FuzzSystem(f *testing.F) {
 			t.Fatalf("a converged object changed on the next admission (passes %d):\nbefore %v\nafter  %v%s", res.Passes, before, o, describeCase(cands))
 		}
 		if res.Passes < 3 && res2.Mutated() {
-			t.Fatalf("after %d passes, the next one changed the object (%v):\n%v%s", res.Passes, res2.Applied, before, describeCase(cands))
+			t.Fatalf("after %d passes, the next one changed the object (%v):\n%v%s", res.Passes, IDs(res2.Applied), before, describeCase(cands))
 		}
 	})
 }

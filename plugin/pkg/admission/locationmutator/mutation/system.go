@@ -239,15 +239,16 @@ func AnyMatches(candidates []*Mutator, t *match.Target) (bool, error) {
 // Result says what Mutate did.
 type Result struct {
 	// Applied lists, in run order, every mutator that changed the object in
-	// some pass.
-	Applied []ID
+	// some pass. The mutators themselves, not their IDs: a pointer is a
+	// quarter of an ID's size, and a request allocates the list.
+	Applied []*Mutator
 	// Reached lists, in run order, every mutator that reached the end of
 	// its location in a pass that changed the object, whether or not it
 	// changed the value there: the mutators Gatekeeper's
 	// gatekeeper.sh/mutations annotation names. It holds every one of
 	// Applied, and is the same list when it holds no other: neither is to
 	// be changed in place.
-	Reached []ID
+	Reached []*Mutator
 	// Passes is the number of passes run. The last one changed nothing,
 	// or changed the object in a way that proves the next one would
 	// change nothing (see settles), which is then not run: a fresh
@@ -382,9 +383,9 @@ func run(candidates []*Mutator, obj mutable, t *match.Target, ext *External, val
 			settled = settles(candidates, &p)
 		}
 		if !changed || settled {
-			res.Applied, res.Reached = idsOf(candidates, applied, reached)
+			res.Applied, res.Reached = mutatorsOf(candidates, applied, reached)
 			if klog.V(5).Enabled() && res.Mutated() {
-				klog.InfoS("LocationMutator converged", "object", describe(t), "passes", pass, "settledByProof", settled, "applied", res.Applied)
+				klog.InfoS("LocationMutator converged", "object", describe(t), "passes", pass, "settledByProof", settled, "applied", IDs(res.Applied))
 			}
 			return res, nil
 		}
@@ -429,37 +430,50 @@ func runPass(changed, reached, matched []int, candidates []*Mutator, obj mutable
 	return p, nil
 }
 
-// idsOf names the candidates at the indexes of applied and of reached,
-// nil for none, in one allocation. Each list is capped at its length, so
-// that appending to one never writes into the other. When the two hold the
-// same indexes, as when every mutator that reached its location changed
-// the object, they are the same list: half the IDs to make.
-func idsOf(candidates []*Mutator, applied, reached []int) (appliedIDs, reachedIDs []ID) {
+// mutatorsOf returns the candidates at the indexes of applied and of
+// reached, nil for none, in one allocation. Each list is capped at its
+// length, so that appending to one never writes into the other. When the
+// two hold the same indexes, as when every mutator that reached its
+// location changed the object, they are the same list.
+func mutatorsOf(candidates []*Mutator, applied, reached []int) (appliedMs, reachedMs []*Mutator) {
 	if len(applied)+len(reached) == 0 {
 		return nil, nil
 	}
 	n := len(applied)
 	if slices.Equal(applied, reached) {
-		out := make([]ID, n)
+		out := make([]*Mutator, n)
 		for i, c := range applied {
-			out[i] = candidates[c].id
+			out[i] = candidates[c]
 		}
 		return out, out
 	}
-	out := make([]ID, n+len(reached))
+	out := make([]*Mutator, n+len(reached))
 	for i, c := range applied {
-		out[i] = candidates[c].id
+		out[i] = candidates[c]
 	}
 	for i, c := range reached {
-		out[n+i] = candidates[c].id
+		out[n+i] = candidates[c]
 	}
 	if n > 0 {
-		appliedIDs = out[:n:n]
+		appliedMs = out[:n:n]
 	}
 	if len(reached) > 0 {
-		reachedIDs = out[n:]
+		reachedMs = out[n:]
 	}
-	return appliedIDs, reachedIDs
+	return appliedMs, reachedMs
+}
+
+// IDs returns the IDs of ms, for logs, errors and tests that name them;
+// nil for none.
+func IDs(ms []*Mutator) []ID {
+	if len(ms) == 0 {
+		return nil
+	}
+	ids := make([]ID, len(ms))
+	for i, m := range ms {
+		ids[i] = m.id
+	}
+	return ids
 }
 
 // mergeIndexes adds the sorted indexes add to the sorted set into.

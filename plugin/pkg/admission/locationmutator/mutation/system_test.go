@@ -79,7 +79,7 @@ spec:
   {name: app, imagePullPolicy: Always, args: [--v=2]},
   {name: sidecar, image: "sidecar:1", imagePullPolicy: Always, args: [--v=2]}]}}`)
 	if res.Passes != 2 || len(res.Applied) != 4 {
-		t.Fatalf("passes %d applied %v", res.Passes, res.Applied)
+		t.Fatalf("passes %d applied %v", res.Passes, IDs(res.Applied))
 	}
 	res, err = Mutate(s.Candidates(tg.GVK, OperationCreate), o, podTarget())
 	if err != nil || res.Mutated() || res.Passes != 1 {

@@ -393,7 +393,7 @@ func TestTypedEdges(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, tt.wantErr)
 			}
 			if err == nil && len(res.Applied) != tt.applied {
-				t.Fatalf("applied %v, want %d mutators", res.Applied, tt.applied)
+				t.Fatalf("applied %v, want %d mutators", IDs(res.Applied), tt.applied)
 			}
 			var st diffStats
 			checkTypedEquivalence(t, tt.ms, testPod(), podTarget().GVK, &st)
