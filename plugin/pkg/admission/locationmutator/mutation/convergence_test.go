@@ -61,22 +61,8 @@ func passesUntilUnchanged(t *testing.T, cands []*Mutator, obj mutable, tg *match
 }
 
 func TestSettlesWithoutAnotherPass(t *testing.T) {
-	teamLabel := mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1
-kind: AssignMetadata
-metadata: {name: team}
-spec:
-  location: metadata.labels.team
-  parameters: {assign: {value: a}}
-`)
-	byTeam := mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1
-kind: Assign
-metadata: {name: by-team}
-spec:
-  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
-  match: {labelSelector: {matchLabels: {team: a}}}
-  location: spec.priorityClassName
-  parameters: {assign: {value: team-a}}
-`)
+	labeler := mustDecode(t, teamLabel)
+	byTeam := mustDecode(t, priorityByTeam)
 	tests := []struct {
 		name string
 		// ms run in this order, not through a System: some pairs are
@@ -120,7 +106,7 @@ spec:
 		{"a write above", []*Mutator{assign(t, "a", "spec.s.x", "1"), assign(t, "b", "spec.s", "{w: 2}")},
 			`spec: {}`, `spec: {s: {w: 2}}`, 3},
 		// A later AssignMetadata adds a label an earlier selector reads.
-		{"a label", []*Mutator{byTeam, teamLabel}, `{metadata: {name: web}, spec: {}}`,
+		{"a label", []*Mutator{byTeam, labeler}, `{metadata: {name: web}, spec: {}}`,
 			`{metadata: {name: web, labels: {team: a}}, spec: {priorityClassName: team-a}}`, 2},
 		// Two writers of one place: the passes run, and the snapshot
 		// compare of the third settles it, as before.

@@ -87,15 +87,18 @@ spec:
 	}
 }
 
-func TestSystemLabelsAreReadEachPass(t *testing.T) {
-	label := mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1
+// teamLabel labels every object team=a; priorityByTeam, whose selector
+// reads that label, sets the priority class of pods in team a: the pair
+// whose order only a second pass settles.
+const (
+	teamLabel = `apiVersion: mutations.gatekeeper.sh/v1
 kind: AssignMetadata
 metadata: {name: team}
 spec:
   location: metadata.labels.team
   parameters: {assign: {value: a}}
-`)
-	m := mustDecode(t, `apiVersion: mutations.gatekeeper.sh/v1
+`
+	priorityByTeam = `apiVersion: mutations.gatekeeper.sh/v1
 kind: Assign
 metadata: {name: by-team}
 spec:
@@ -103,7 +106,12 @@ spec:
   match: {labelSelector: {matchLabels: {team: a}}}
   location: spec.priorityClassName
   parameters: {assign: {value: team-a}}
-`)
+`
+)
+
+func TestSystemLabelsAreReadEachPass(t *testing.T) {
+	label := mustDecode(t, teamLabel)
+	m := mustDecode(t, priorityByTeam)
 	s := mustSystem(t, label, m)
 	o := obj(t, `{metadata: {name: web}, spec: {}}`)
 	tg := podTarget()
