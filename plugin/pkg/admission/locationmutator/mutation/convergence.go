@@ -17,6 +17,8 @@ limitations under the License.
 package mutation
 
 import (
+	"unique"
+
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
@@ -74,7 +76,7 @@ func settles(candidates []*Mutator, p *pass) bool {
 			if i >= j {
 				break
 			}
-			if budget--; budget < 0 || mayAffect(w.nodes, candidates[i].readNodes()) {
+			if budget--; budget < 0 || mayAffect(w.places, candidates[i].readPlaces) {
 				return false
 			}
 		}
@@ -93,23 +95,60 @@ func anyReadsLabels(candidates []*Mutator) bool {
 	return false
 }
 
-// readNodes are the nodes of the location whose contents decide what the
-// mutator does. That is the whole location (the value at its end
+// place is a node of a location as mayAffect compares it, names interned
+// so that comparing two is comparing two pointers: settles compares a few
+// nodes of many pairs of mutators per request, and the nodes themselves
+// are interfaces holding strings. A mutator makes its places when it is
+// built (placesOf).
+type place struct {
+	// name is an object node's field, or a list node's key field.
+	name unique.Handle[string]
+	// keyValue is a keyed list node's selector value.
+	keyValue any
+	kind     placeKind
+}
+
+type placeKind uint8
+
+const (
+	fieldPlace placeKind = iota // an object's field
+	globPlace                   // every element of a list
+	keyedPlace                  // the elements of a list with one key value
+)
+
+func placesOf(nodes []path.Node) []place {
+	out := make([]place, len(nodes))
+	for k, n := range nodes {
+		switch n := n.(type) {
+		case path.Object:
+			out[k] = place{name: unique.Make(n.Reference), kind: fieldPlace}
+		case path.List:
+			out[k] = place{name: unique.Make(n.KeyField), keyValue: n.KeyValue, kind: keyedPlace}
+			if n.Glob {
+				out[k].kind, out[k].keyValue = globPlace, nil
+			}
+		}
+	}
+	return out
+}
+
+// readPlacesOf are the places of the location whose contents decide what
+// the mutator does. That is the whole location (the value at its end
 // included), or only down to its shallowest MustExist pathTest: a writer
 // that creates that node makes the mutator write where it did not, and
 // one that may affect the shorter path is reported for every longer one
 // too (see mayAffect).
-func (m *Mutator) readNodes() []path.Node {
-	for d, c := range m.conds {
+func readPlacesOf(places []place, conds []mutationsv1.Condition) []place {
+	for d, c := range conds {
 		if c == mutationsv1.MustExist {
-			return m.nodes[:d+1]
+			return places[:d+1]
 		}
 	}
-	return m.nodes
+	return places
 }
 
 // mayAffect reports whether a mutator writing at the location w may
-// change what one reading the nodes r finds. A writer changes the
+// change what one reading the places r finds. A writer changes the
 // subtree at its location and creates the parents on its way that are
 // missing: a field, or a list element with the key its selector names.
 // The two paths are followed together, node by node: different fields,
@@ -117,34 +156,33 @@ func (m *Mutator) readNodes() []path.Node {
 // nothing w writes is read by r; a path that runs out while the two
 // agree is at or above the other, so the writes and the reads meet.
 // Where it cannot tell, it says they meet.
-func mayAffect(w, r []path.Node) bool {
+func mayAffect(w, r []place) bool {
 	for k := 0; k < len(w) && k < len(r); k++ {
-		switch rn := r[k].(type) {
-		case path.Object:
-			if wn, ok := w[k].(path.Object); ok && wn.Reference != rn.Reference {
+		rn, wn := &r[k], &w[k]
+		if rn.kind == fieldPlace {
+			if wn.kind == fieldPlace && wn.name != rn.name {
 				return false
 			}
-		case path.List:
-			wn, ok := w[k].(path.List)
-			switch {
-			case !ok:
-				// A list where the other expects an object: the schema
-				// check refuses most such pairs; assume they meet.
-			case !rn.Glob && k+1 < len(w) && w[k+1] == path.Node(path.Object{Reference: rn.KeyField}):
-				// w writes the field r selects elements by.
-				return true
-			case wn.Glob:
-				// w creates no element, and writes in those r reads only
-				// where the rest of the paths agree.
-			case rn.Glob || rn.KeyField != wn.KeyField:
-				// w may create an element, which r walks into (a glob) or
-				// whose other fields w may set to what r selects.
-				return true
-			case differentKeys(rn.KeyValue, wn.KeyValue):
-				// w creates or writes in another element than those r
-				// selects.
-				return false
-			}
+			continue
+		}
+		switch {
+		case wn.kind == fieldPlace:
+			// A list where the other expects an object: the schema
+			// check refuses most such pairs; assume they meet.
+		case rn.kind == keyedPlace && k+1 < len(w) && w[k+1].kind == fieldPlace && w[k+1].name == rn.name:
+			// w writes the field r selects elements by.
+			return true
+		case wn.kind == globPlace:
+			// w creates no element, and writes in those r reads only
+			// where the rest of the paths agree.
+		case rn.kind == globPlace || rn.name != wn.name:
+			// w may create an element, which r walks into (a glob) or
+			// whose other fields w may set to what r selects.
+			return true
+		case differentKeys(rn.keyValue, wn.keyValue):
+			// w creates or writes in another element than those r
+			// selects.
+			return false
 		}
 	}
 	return true

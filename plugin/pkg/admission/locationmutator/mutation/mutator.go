@@ -84,6 +84,9 @@ type Mutator struct {
 	op    operation
 	// hints are the walker's, one per node.
 	hints []fieldHint
+	// places are the nodes as settles compares them; readPlaces those of
+	// them whose contents the mutator reads (readPlacesOf).
+	places, readPlaces []place
 
 	// mode is ModeAnnotation's value; only enforced mutators change
 	// objects, the others are tried on a copy and reported.
@@ -387,6 +390,8 @@ func (m *Mutator) finishMatch(mt match.Match, errs field.ErrorList) (*Mutator, f
 		return nil, errs
 	}
 	m.hints = make([]fieldHint, len(m.nodes))
+	m.places = placesOf(m.nodes)
+	m.readPlaces = readPlacesOf(m.places, m.conds)
 	m.slots = m.schemaSlots()
 	return m, nil
 }

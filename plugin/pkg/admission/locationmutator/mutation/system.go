@@ -478,6 +478,11 @@ func IDs(ms []*Mutator) []ID {
 
 // mergeIndexes adds the sorted indexes add to the sorted set into.
 func mergeIndexes(into, add []int) []int {
+	if len(into) == 0 {
+		// The first pass that changed the object, and most often the
+		// only one.
+		return append(into, add...)
+	}
 	for _, i := range add {
 		if j, found := slices.BinarySearch(into, i); !found {
 			into = slices.Insert(into, j, i)
