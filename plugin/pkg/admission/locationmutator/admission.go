@@ -67,9 +67,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/admitkit/admitkit/plugin/initializer"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/notsynced"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/perrequest"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/versioned"
+	"github.com/admitkit/admitkit/plugin/internal/notsynced"
+	"github.com/admitkit/admitkit/plugin/internal/perrequest"
+	"github.com/admitkit/admitkit/plugin/internal/versioned"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"

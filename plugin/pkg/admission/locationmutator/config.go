@@ -24,7 +24,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictdecode"
+	"github.com/admitkit/admitkit/plugin/internal/strictdecode"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )

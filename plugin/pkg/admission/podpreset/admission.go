@@ -74,10 +74,10 @@ import (
 
 	settingsinformers "github.com/admitkit/admitkit/generated/informers/externalversions"
 	"github.com/admitkit/admitkit/plugin/initializer"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/events"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/notsynced"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/objectname"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/versioned"
+	"github.com/admitkit/admitkit/plugin/internal/events"
+	"github.com/admitkit/admitkit/plugin/internal/notsynced"
+	"github.com/admitkit/admitkit/plugin/internal/objectname"
+	"github.com/admitkit/admitkit/plugin/internal/versioned"
 )
 
 const (

@@ -27,7 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/objectname"
+	"github.com/admitkit/admitkit/plugin/internal/objectname"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/internal/btree"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 )

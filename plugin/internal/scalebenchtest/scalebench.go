@@ -14,10 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package scalebench measures how a cost grows with the size of its input:
+// Package scalebenchtest measures how a cost grows with the size of its input:
 // the benchmarks that use it run one operation at each of Sizes and report
 // the cost per item, which must stay flat for a linear operation.
-package scalebench
+package scalebenchtest
 
 import (
 	"testing"
