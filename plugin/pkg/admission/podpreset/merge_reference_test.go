@@ -27,8 +27,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
+	"github.com/admitkit/admitkit/plugin/fuzzobjectstest"
 	"github.com/admitkit/admitkit/plugin/internal/scalebenchtest"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/fuzzobjects"
 )
 
 // referenceMerge is mergeList written the plain way, every lookup a linear
@@ -213,7 +213,7 @@ func (r *refMerge[T]) conflictWith(p *preset, key listKey[T], item *T, j int) co
 
 // genPresets makes presets over the generator's small alphabets, so that
 // items collide within a preset, across presets and with the pod's.
-func genPresets(g *fuzzobjects.PodPresets) []*preset {
+func genPresets(g *fuzzobjectstest.PodPresets) []*preset {
 	var out []*preset
 	for n := g.Next(5); n > 0; n-- {
 		kind := podPresetKind
@@ -266,7 +266,7 @@ func checkAgainstReference(t *testing.T, data []byte) { checkMerges(t, data, 0) 
 // are shorter than linearSearchMax, so padding by linearSearchMax runs the
 // same collisions through the indexed search.
 func checkMerges(t *testing.T, data []byte, pad int) {
-	g := &fuzzobjects.PodPresets{Source: fuzzobjects.NewSource(data)}
+	g := &fuzzobjectstest.PodPresets{Source: fuzzobjectstest.NewSource(data)}
 	env, envFrom, volumes, mounts := g.Env(), g.EnvFrom(), g.Volumes(), g.Mounts()
 	for i := range pad {
 		env = append([]corev1.EnvVar{{Name: fmt.Sprintf("PAD%d", i), Value: "v"}}, env...)

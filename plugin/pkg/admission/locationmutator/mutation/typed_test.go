@@ -32,7 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/fuzzobjects"
+	"github.com/admitkit/admitkit/plugin/fuzzobjectstest"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	mutationsv1alpha1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
@@ -40,7 +40,7 @@ import (
 
 // On a typed object the walker must do what it does on the object's
 // unstructured form decoded back after every mutator (decodedEachTime),
-// for the pods, deployments and mutators of package fuzzobjects.
+// for the pods, deployments and mutators of package fuzzobjectstest.
 
 func typedTarget(obj runtime.Object, gvk schema.GroupVersionKind) *match.Target {
 	a := obj.(metav1.Object)
@@ -165,14 +165,14 @@ func checkTypedEquivalence(t testing.TB, cands []*Mutator, orig runtime.Object, 
 }
 
 func typedCase(data []byte) ([]*Mutator, runtime.Object, schema.GroupVersionKind, bool) {
-	s := fuzzobjects.NewSource(data)
-	obj := fuzzobjects.TypedObject(s)
+	s := fuzzobjectstest.NewSource(data)
+	obj := fuzzobjectstest.TypedObject(s)
 	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	_, deploy := obj.(*appsv1.Deployment)
 	if deploy {
 		gvk = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 	}
-	g := &fuzzobjects.Mutators{Source: s, Deployment: deploy}
+	g := &fuzzobjectstest.Mutators{Source: s, Deployment: deploy}
 	var ms []*Mutator
 	for i := s.Next(6); i >= 0; i-- {
 		if m := compile(g.Mutator(i)); m != nil {
@@ -186,7 +186,7 @@ func typedCase(data []byte) ([]*Mutator, runtime.Object, schema.GroupVersionKind
 	return sys.Candidates(gvk, OperationCreate), obj, gvk, true
 }
 
-// compile is the mutator of a manifest fuzzobjects made, or nil where
+// compile is the mutator of a manifest fuzzobjectstest made, or nil where
 // the manifest is one the server refuses.
 func compile(manifest any) *Mutator {
 	var m *Mutator
