@@ -146,6 +146,7 @@ type Plugin struct {
 	identity      string
 	stop          <-chan struct{}
 	startOnce     sync.Once
+	startErr      error
 }
 
 var (
@@ -237,24 +238,28 @@ func (p *Plugin) ValidateInitialization() error {
 	case p.stop == nil:
 		return fmt.Errorf("%s: watchMutators needs a drained notification to stop its watches", PluginName)
 	}
-	p.startOnce.Do(p.startLive)
-	return nil
+	p.startOnce.Do(func() { p.startErr = p.startLive() })
+	return p.startErr
 }
 
 // startLive starts watching mutators. Until the first list of every kind
 // is in, requests that a mutator could change are refused with an error
-// clients retry.
-func (p *Plugin) startLive() {
+// clients retry. It fails only if an informer refuses a handler, which a
+// new one does not; the server then stops rather than serve without them.
+func (p *Plugin) startLive() error {
 	if p.identity == "" {
 		p.identity = hostnameIdentity()
 	}
 	p.current.Store(nil)
 	events := newEventRecorder(p.kubeClient, p.stop)
 	p.live = newLiveSource(p.static, p.dynamicClient, p.identity, events, func(s *mutation.System) { p.current.Store(s) })
-	p.live.run(p.stop)
-	if p.providers != nil {
-		p.providers.watchLive(p.dynamicClient, events, p.stop)
+	if err := p.live.run(p.stop); err != nil {
+		return err
 	}
+	if p.providers != nil {
+		return p.providers.watchLive(p.dynamicClient, events, p.stop)
+	}
+	return nil
 }
 
 func (p *Plugin) lookupNamespaceLabels(name string) (labels.Labels, error) {

@@ -141,15 +141,18 @@ func decodeProvider(data []byte) (*externaldatav1beta1.Provider, error) {
 }
 
 // watchLive follows the Provider objects until stop closes.
-func (ps *providers) watchLive(client dynamic.Interface, events eventSink, stop <-chan struct{}) {
+func (ps *providers) watchLive(client dynamic.Interface, events eventSink, stop <-chan struct{}) error {
 	ps.watch = newKindWatch(client, providerKind)
 	ps.events = events
-	_, _ = ps.watch.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := ps.watch.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { ps.publish() },
 		UpdateFunc: func(_, _ any) { ps.publish() },
 		DeleteFunc: func(any) { ps.publish() },
-	})
+	}); err != nil {
+		return fmt.Errorf("%s: watching %s: %w", PluginName, providerKind.kind, err)
+	}
 	go ps.watch.informer.Run(stop)
+	return nil
 }
 
 // synced reports whether the live providers, if any are followed, are
