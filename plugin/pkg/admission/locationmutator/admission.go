@@ -400,7 +400,7 @@ func (p *Plugin) recordMutated(a admission.Attributes, obj runtime.Object, res m
 func (p *Plugin) apply(xr externalRequest, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) (res mutation.Result, failed, err error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		return p.runWithExternal(xr, candidates, func(ext *mutation.External) (mutation.Result, error) {
-			return mutation.MutateWithExternal(candidates, u.Object, target, ext)
+			return mutation.Mutate(candidates, u, target, mutation.Options{External: ext})
 		})
 	}
 	var none mutation.Result
@@ -410,7 +410,7 @@ func (p *Plugin) apply(xr externalRequest, o admission.ObjectInterfaces, obj run
 		return none, nil, apierrors.NewInternalError(fmt.Errorf("%s: converting to %v: %w", PluginName, gvk, err))
 	}
 	res, failed, err = p.runWithExternal(xr, candidates, func(ext *mutation.External) (mutation.Result, error) {
-		return mutation.MutateTypedWithExternal(candidates, versionedObj, target, ext)
+		return mutation.Mutate(candidates, versionedObj, target, mutation.Options{External: ext})
 	})
 	if failed != nil || err != nil {
 		return none, failed, err

@@ -27,6 +27,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/admitkit/admitkit/plugin/fuzzobjectstest"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
@@ -173,7 +174,7 @@ func FuzzSystem(f *testing.F) {
 		// The object's labels, as the plugin gives them.
 		target.Labels = UnstructuredLabels(o)
 		cands := sys.Candidates(target.GVK, OperationCreate)
-		res, err := Mutate(cands, o, target)
+		res, err := Mutate(cands, &unstructured.Unstructured{Object: o}, target, Options{})
 		if err != nil {
 			explainError(t, err, cands, o)
 			return
@@ -185,7 +186,7 @@ func FuzzSystem(f *testing.F) {
 		before := deepCopyJSON(o)
 		again := podTarget()
 		again.Labels = UnstructuredLabels(o)
-		res2, err := Mutate(cands, o, again)
+		res2, err := Mutate(cands, &unstructured.Unstructured{Object: o}, again, Options{})
 		if err != nil {
 			t.Fatalf("second run failed: %v", err)
 		}

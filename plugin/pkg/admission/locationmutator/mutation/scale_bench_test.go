@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/admitkit/admitkit/plugin/internal/scalebenchtest"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
@@ -77,7 +78,7 @@ func BenchmarkModifySetScale(b *testing.B) {
 		b.Run(fmt.Sprintf("typed-merge/items-%d", n), func(b *testing.B) {
 			scalebenchtest.PerItem(b, n, func() {
 				pod.Spec.Containers[0].Args = args
-				if res, err := MutateTyped([]*Mutator{typed}, pod, target); err != nil || !res.Mutated() {
+				if res, err := Mutate([]*Mutator{typed}, pod, target, Options{}); err != nil || !res.Mutated() {
 					b.Fatal(res, err)
 				}
 			})
@@ -160,7 +161,7 @@ func BenchmarkAssignMetadataScale(b *testing.B) {
 		b.Run(fmt.Sprintf("system/items-%d", n), func(b *testing.B) {
 			scalebenchtest.PerItem(b, n, func() {
 				target.Labels = nil
-				if res, err := Mutate(sys.Candidates(target.GVK, OperationCreate), o, target); err != nil || !res.Mutated() {
+				if res, err := Mutate(sys.Candidates(target.GVK, OperationCreate), &unstructured.Unstructured{Object: o}, target, Options{}); err != nil || !res.Mutated() {
 					b.Fatal(res, err)
 				}
 				delete(labels, "owner")

@@ -113,7 +113,7 @@ func (o *decodedEachTime) same(snapshot any) (bool, error) {
 func checkTypedEquivalence(t testing.TB, cands []*Mutator, orig runtime.Object, gvk schema.GroupVersionKind, st *diffStats) {
 	t.Helper()
 	typed := orig.DeepCopyObject()
-	tres, terr := MutateTyped(cands, typed, typedTarget(orig, gvk))
+	tres, terr := Mutate(cands, typed, typedTarget(orig, gvk), Options{})
 	model := orig.DeepCopyObject()
 	mres, merr := run(cands, &decodedEachTime{model}, typedTarget(orig, gvk), nil, nil)
 
@@ -388,7 +388,7 @@ func TestTypedEdges(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := testPod()
-			res, err := MutateTyped(tt.ms, pod, typedTarget(pod, podTarget().GVK))
+			res, err := Mutate(tt.ms, pod, typedTarget(pod, podTarget().GVK), Options{})
 			if (err != nil) != (tt.wantErr != "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("error %v, want %q", err, tt.wantErr)
 			}
@@ -405,11 +405,11 @@ func TestTypedEdges(t *testing.T) {
 	m := mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "spec.hostname", "{assign: {fromMetadata: {field: name}}}"))
 	pod := testPod()
 	pod.Name, pod.GenerateName = "", "web-"
-	if res, err := MutateTyped([]*Mutator{m}, pod, typedTarget(pod, podTarget().GVK)); err != nil || res.Mutated() {
+	if res, err := Mutate([]*Mutator{m}, pod, typedTarget(pod, podTarget().GVK), Options{}); err != nil || res.Mutated() {
 		t.Fatalf("error %v, result %+v", err, res)
 	}
 	pod.Name = "web"
-	if _, err := MutateTyped([]*Mutator{m}, pod, typedTarget(pod, podTarget().GVK)); err != nil || pod.Spec.Hostname != "web" {
+	if _, err := Mutate([]*Mutator{m}, pod, typedTarget(pod, podTarget().GVK), Options{}); err != nil || pod.Spec.Hostname != "web" {
 		t.Fatalf("error %v, hostname %q", err, pod.Spec.Hostname)
 	}
 }
@@ -424,7 +424,7 @@ func TestMutateTypedConcurrently(t *testing.T) {
 		mustDecode(t, podMutator(mutationsv1.KindModifySet, "c", "spec.containers[name:*].args", "{values: {fromList: [-x]}}")),
 	}
 	want := testPod()
-	if _, err := MutateTyped(ms, want, typedTarget(want, podTarget().GVK)); err != nil {
+	if _, err := Mutate(ms, want, typedTarget(want, podTarget().GVK), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -435,7 +435,7 @@ func TestMutateTypedConcurrently(t *testing.T) {
 			defer wg.Done()
 			for range 50 {
 				pod := testPod()
-				if _, err := MutateTyped(ms, pod, typedTarget(pod, podTarget().GVK)); err != nil {
+				if _, err := Mutate(ms, pod, typedTarget(pod, podTarget().GVK), Options{}); err != nil {
 					errs <- err
 					return
 				}
