@@ -212,6 +212,9 @@ func locationMutatorConfig(data []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg == nil {
+		cfg = &v1alpha1.Configuration{}
+	}
 	cfg.APIVersion, cfg.Kind = v1alpha1.APIVersion, v1alpha1.Kind
 	cfg.WatchMutators = true
 	return json.Marshal(cfg)

@@ -71,6 +71,7 @@ import (
 	"github.com/admitkit/admitkit/plugin/internal/perrequest"
 	"github.com/admitkit/admitkit/plugin/internal/versioned"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
@@ -101,6 +102,10 @@ func newConfiguredPlugin(config io.Reader) (*Plugin, error) {
 	cfg, err := LoadConfiguration(config)
 	if err != nil {
 		return nil, err
+	}
+	if cfg == nil {
+		// Nothing configured: the plugin runs with no mutators.
+		cfg = &v1alpha1.Configuration{}
 	}
 	s, err := newSystem(cfg)
 	if err != nil {
