@@ -139,7 +139,7 @@ type Plugin struct {
 	// objects the mutators change.
 	mutationAnnotations bool
 
-	// providers answer the mutators' externalData (providers.go); nil
+	// providers answer the mutators' externalData (externaldata.go); nil
 	// runs them without, as an offline host does.
 	providers *providers
 
