@@ -29,8 +29,8 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
 
-// TestWalkerAllocations pins what mutation.Mutate and MutateTyped
-// allocate on the benchmarks' shapes (BenchmarkAdmit*), so that a change
+// TestWalkerAllocations pins what mutation.Mutate allocates, on both
+// forms, on the benchmarks' shapes (BenchmarkAdmit*), so that a change
 // that gives back what the slabs and the field hints bought fails here,
 // not only in a benchmark nobody reads. The counts are exact: the walks
 // are deterministic, and a count that drops is news to record here too.

@@ -49,11 +49,11 @@ func typedTarget(obj runtime.Object, gvk schema.GroupVersionKind) *match.Target 
 
 type diffStats struct{ same, mutated, errored, misfits, fights int }
 
-// decodedEachTime is what MutateTyped must do, the slow way: the object is
-// converted to its unstructured form, the walker runs there, and the result
-// is decoded back into the type after every mutator, as kube-apiserver
-// decodes the object a webhook returns. A mutator changed it when its form
-// is then different.
+// decodedEachTime is what Mutate must do on a typed object, the slow way:
+// the object is converted to its unstructured form, the walker runs there,
+// and the result is decoded back into the type after every mutator, as
+// kube-apiserver decodes the object a webhook returns. A mutator changed it
+// when its form is then different.
 type decodedEachTime struct {
 	obj runtime.Object
 }
@@ -106,7 +106,7 @@ func (o *decodedEachTime) same(snapshot any) (bool, error) {
 	return jsonEqual(snapshot, now), err
 }
 
-// checkTypedEquivalence runs cands on obj with MutateTyped and with the
+// checkTypedEquivalence runs cands on obj typed, with Mutate, and with the
 // model, and fails t on any difference but the documented one: a value the
 // field cannot hold is refused by name on the typed object, where the
 // decoder may cut it silently.
