@@ -37,6 +37,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 
+	"github.com/admitkit/admitkit/plugin/internal/scalebenchtest"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/podpreset"
 	"github.com/admitkit/admitkit/plugin/webhook"
@@ -103,7 +104,7 @@ func benchHandler(b *testing.B, f *fixture, req *admissionv1.AdmissionRequest) {
 	body := reviewBody(b, req)
 	path := "/mutate/" + podpreset.PluginName + "/" + locationmutator.PluginName
 	b.ReportAllocs()
-	defer reportCPU(b, cpuTime(b))
+	defer reportCPU(b, scalebenchtest.CPUTime(b))
 	for i := 0; b.Loop(); i++ {
 		body := bytes.Replace(body, []byte(uidPlaceholder), []byte(fmt.Sprintf("%013d", i)), 1)
 		rec := httptest.NewRecorder()
@@ -118,7 +119,7 @@ func benchHandler(b *testing.B, f *fixture, req *admissionv1.AdmissionRequest) {
 func benchReviewOnly(b *testing.B, f *fixture, req *admissionv1.AdmissionRequest) {
 	ctx := context.Background()
 	b.ReportAllocs()
-	defer reportCPU(b, cpuTime(b))
+	defer reportCPU(b, scalebenchtest.CPUTime(b))
 	for i := 0; b.Loop(); i++ {
 		req.UID = types.UID(strconv.Itoa(i))
 		resp, err := f.host.Review(ctx, webhook.Mutate, req, podpreset.PluginName, locationmutator.PluginName)
@@ -154,7 +155,7 @@ func benchInProcess(b *testing.B, f *fixture, pluginConfigFile string) {
 	for err := chain[0].Admit(ctx, podAttributes(pod.DeepCopy()), o); err != nil; err = chain[0].Admit(ctx, podAttributes(pod.DeepCopy()), o) {
 	}
 	b.ReportAllocs()
-	defer reportCPU(b, cpuTime(b))
+	defer reportCPU(b, scalebenchtest.CPUTime(b))
 	for b.Loop() {
 		a := podAttributes(pod.DeepCopy())
 		for _, p := range chain {
@@ -170,7 +171,7 @@ func benchInProcess(b *testing.B, f *fixture, pluginConfigFile string) {
 // waiting for a core, and the CPU time counts the garbage collector's
 // work, which ns/op spreads over whatever ran.
 func reportCPU(b *testing.B, before time.Duration) {
-	b.ReportMetric(float64((cpuTime(b)-before).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64((scalebenchtest.CPUTime(b)-before).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 func podAttributes(pod *corev1.Pod) admission.Attributes {

@@ -17,6 +17,7 @@ limitations under the License.
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -140,7 +141,7 @@ func New(opts Options) (*Host, error) {
 		objectInterfaces: admission.NewObjectInterfacesFromScheme(opts.Scheme),
 		plugins:          map[string]*servedPlugin{},
 		informers:        opts.Informers,
-		reinvocations:    newReinvocations(orDefault(opts.ReinvocationCacheSize, DefaultReinvocationCacheSize), orDefault(opts.ReinvocationTTL, DefaultReinvocationTTL)),
+		reinvocations:    newReinvocations(cmp.Or(opts.ReinvocationCacheSize, DefaultReinvocationCacheSize), cmp.Or(opts.ReinvocationTTL, DefaultReinvocationTTL)),
 	}
 	for _, name := range opts.Enabled {
 		config, err := configs.ConfigFor(name)
@@ -193,14 +194,6 @@ func (o Options) validate() error {
 		seen[strings.ToLower(name)] = true
 	}
 	return nil
-}
-
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // configScheme reads AdmissionConfiguration files, as kube-apiserver's

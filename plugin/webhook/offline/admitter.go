@@ -18,6 +18,7 @@ package offline
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -154,7 +155,7 @@ func (a *Admitter) start(ctx context.Context, opts Options, settings *settingsfa
 		return err
 	}
 	a.host.Start(a.stop)
-	if err := a.waitReady(ctx, orDefault(opts.ReadyTimeout, time.Minute)); err != nil {
+	if err := a.waitReady(ctx, cmp.Or(opts.ReadyTimeout, time.Minute)); err != nil {
 		return err
 	}
 	return a.checkMutators(ctx, opts.Mutators)
@@ -211,6 +212,9 @@ func locationMutatorConfig(data []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg == nil {
+		cfg = &v1alpha1.Configuration{}
+	}
 	cfg.APIVersion, cfg.Kind = v1alpha1.APIVersion, v1alpha1.Kind
 	cfg.WatchMutators = true
 	return json.Marshal(cfg)
@@ -224,12 +228,4 @@ func (c pluginConfigs) ConfigFor(name string) (io.Reader, error) {
 		return bytes.NewReader(data), nil
 	}
 	return nil, nil
-}
-
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }

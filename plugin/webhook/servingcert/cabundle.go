@@ -34,10 +34,12 @@ import (
 // named webhook configurations is created or changed, so that a
 // configuration applied after the server started, or re-applied without
 // its caBundle, gets the bundle at once rather than at the next interval.
-func (m *Manager) watchConfigurations(ctx context.Context) <-chan struct{} {
+// An informer refuses a handler only once stopped, which a new one is not;
+// should it happen, Start fails rather than run without the watch.
+func (m *Manager) watchConfigurations(ctx context.Context) (<-chan struct{}, error) {
 	changed := make(chan struct{}, 1)
 	if m.opts.Client == nil || len(m.opts.MutatingWebhookConfigurations)+len(m.opts.ValidatingWebhookConfigurations) == 0 {
-		return changed
+		return changed, nil
 	}
 	names := map[string]bool{}
 	for _, n := range append(append([]string(nil), m.opts.MutatingWebhookConfigurations...), m.opts.ValidatingWebhookConfigurations...) {
@@ -55,13 +57,17 @@ func (m *Manager) watchConfigurations(ctx context.Context) <-chan struct{} {
 	factory := informers.NewSharedInformerFactory(m.opts.Client, 0)
 	v1 := factory.Admissionregistration().V1()
 	if len(m.opts.MutatingWebhookConfigurations) > 0 {
-		_, _ = v1.MutatingWebhookConfigurations().Informer().AddEventHandler(handler)
+		if _, err := v1.MutatingWebhookConfigurations().Informer().AddEventHandler(handler); err != nil {
+			return nil, fmt.Errorf("watching MutatingWebhookConfigurations: %w", err)
+		}
 	}
 	if len(m.opts.ValidatingWebhookConfigurations) > 0 {
-		_, _ = v1.ValidatingWebhookConfigurations().Informer().AddEventHandler(handler)
+		if _, err := v1.ValidatingWebhookConfigurations().Informer().AddEventHandler(handler); err != nil {
+			return nil, fmt.Errorf("watching ValidatingWebhookConfigurations: %w", err)
+		}
 	}
 	factory.Start(ctx.Done())
-	return changed
+	return changed, nil
 }
 
 // writeBundle puts bundle into every webhook of the named configurations

@@ -138,7 +138,11 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err := m.Sync(ctx); err != nil {
 		return err
 	}
-	go m.run(ctx)
+	changed, err := m.watchConfigurations(ctx)
+	if err != nil {
+		return err
+	}
+	go m.run(ctx, changed)
 	return nil
 }
 
@@ -152,10 +156,9 @@ func (m *Manager) Sync(ctx context.Context) error {
 	return m.writeBundle(ctx, bundle)
 }
 
-func (m *Manager) run(ctx context.Context) {
+func (m *Manager) run(ctx context.Context, changed <-chan struct{}) {
 	t := m.opts.Clock.NewTicker(m.opts.Interval)
 	defer t.Stop()
-	changed := m.watchConfigurations(ctx)
 	for {
 		select {
 		case <-ctx.Done():

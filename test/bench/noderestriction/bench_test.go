@@ -25,7 +25,7 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
+	"github.com/admitkit/admitkit/plugin/noderestrictiontest"
 )
 
 // BenchmarkNodeRestriction runs each hot request, on internal objects, through upstream's plugin
@@ -63,7 +63,7 @@ func BenchmarkNodeRestriction(b *testing.B) {
 func BenchmarkNodeDaemons(b *testing.B) {
 	p := newPlugins(b, storedPod(), storedNode())
 	ctx := context.Background()
-	daemon := cases.DaemonUser("kube-system", "agent", "mynode")
+	daemon := noderestrictiontest.DaemonUser("kube-system", "agent", "mynode")
 	for _, s := range hotShapes(b) {
 		switch s.name {
 		case "non-node-request":

@@ -28,7 +28,7 @@ import (
 	authenticationapi "k8s.io/kubernetes/pkg/apis/authentication"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
+	"github.com/admitkit/admitkit/plugin/noderestrictiontest"
 )
 
 // TestSameDecisions holds the benchmark to comparing like with like: on
@@ -75,7 +75,7 @@ func mirrorDenials(t *testing.T) []shape {
 		return internal[api.Pod](t, m)
 	}
 	mirrorCreate := func(name string, change func(*corev1.Pod)) shape {
-		return shape{name, cases.Request(mirror(change), nil, podKind, podsResource, "ns", "static-web-mynode", "", admission.Create, myNode)}
+		return shape{name, noderestrictiontest.Request(mirror(change), nil, podKind, podsResource, "ns", "static-web-mynode", "", admission.Create, myNode)}
 	}
 	return []shape{
 		mirrorCreate("mirror pod with a secret volume", func(m *corev1.Pod) {
@@ -117,7 +117,7 @@ func nodeDenials(t *testing.T) []shape {
 	nodeUpdate := func(name string, change func(*api.Node)) shape {
 		n := oldNode.DeepCopy()
 		change(n)
-		return shape{name, cases.Request(n, oldNode, nodeKind, nodesResource, "", "mynode", "", admission.Update, myNode)}
+		return shape{name, noderestrictiontest.Request(n, oldNode, nodeKind, nodesResource, "", "mynode", "", admission.Update, myNode)}
 	}
 	return []shape{
 		nodeUpdate("node adding a taint", func(n *api.Node) {
@@ -146,7 +146,7 @@ func statusDenials(t *testing.T, other *corev1.Pod) []shape {
 	statusUpdate := func(name string, old *api.Pod, change func(*api.Pod)) shape {
 		n := old.DeepCopy()
 		change(n)
-		return shape{name, cases.Request(n, old, podKind, podsResource, "ns", old.Name, "status", admission.Update, myNode)}
+		return shape{name, noderestrictiontest.Request(n, old, podKind, podsResource, "ns", old.Name, "status", admission.Update, myNode)}
 	}
 	return []shape{
 		statusUpdate("pod status changing labels", pod, func(p *api.Pod) { p.Labels["app"] = "db" }),
@@ -167,7 +167,7 @@ func statusDenials(t *testing.T, other *corev1.Pod) []shape {
 // tokenDenials are token requests each rule of the token check refuses.
 func tokenDenials() []shape {
 	token := func(name string, podName, uid string, audiences ...string) shape {
-		return shape{name, cases.Request(tokenRequest(podName, uid, audiences...), nil, tokenKind, saResource, "ns", "default", "token", admission.Create, myNode)}
+		return shape{name, noderestrictiontest.Request(tokenRequest(podName, uid, audiences...), nil, tokenKind, saResource, "ns", "default", "token", admission.Create, myNode)}
 	}
 	return []shape{
 		token("token for another node's pod", "otherpod", "other-uid", "vault"),
@@ -175,7 +175,7 @@ func tokenDenials() []shape {
 		token("token for an audience the pod does not use", "mypod", "pod-uid", "elsewhere"),
 		token("token for two audiences", "mypod", "pod-uid", "vault", "api"),
 		token("token for a missing pod", "nopod", "no-uid"),
-		shape{"token not bound to a pod", cases.Request(func() *authenticationapi.TokenRequest {
+		shape{"token not bound to a pod", noderestrictiontest.Request(func() *authenticationapi.TokenRequest {
 			tr := tokenRequest("mypod", "pod-uid")
 			tr.Spec.BoundObjectRef = nil
 			return tr

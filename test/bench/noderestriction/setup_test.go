@@ -47,9 +47,9 @@ import (
 	_ "k8s.io/kubernetes/pkg/features" // registers Kubernetes' gates in the default gate
 	upstream "k8s.io/kubernetes/plugin/pkg/admission/noderestriction"
 
+	"github.com/admitkit/admitkit/plugin/noderestrictiontest"
 	admitkit "github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/apis/v1alpha1"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
 )
 
 var (
@@ -81,7 +81,7 @@ type plugins struct {
 	upstream admission.MutationInterface
 	admitkit admission.ValidationInterface
 	// daemons is admitkit's plugin with node-scoped service accounts
-	// configured (cases.DaemonConfig).
+	// configured (noderestrictiontest.DaemonConfig).
 	daemons admission.ValidationInterface
 }
 
@@ -112,7 +112,7 @@ func newPlugins(t testing.TB, objs ...runtime.Object) plugins {
 	}
 
 	ours := newAdmitkit(t, factory, nil)
-	daemons := newAdmitkit(t, factory, cases.DaemonConfig())
+	daemons := newAdmitkit(t, factory, noderestrictiontest.DaemonConfig())
 	return plugins{upstream: up, admitkit: ours, daemons: daemons}
 }
 
@@ -263,11 +263,11 @@ func hotShapes(t testing.TB) []shape {
 	statusNode.Status.Conditions[3].LastHeartbeatTime = metav1.Now()
 
 	return []shape{
-		{"non-node-request", cases.Request(updated, pod, podKind, podsResource, "ns", "mypod", "", admission.Update, bob)},
-		{"node-label-update", cases.Request(node, oldNode, nodeKind, nodesResource, "", "mynode", "", admission.Update, myNode)},
-		{"node-status-update", cases.Request(statusNode, oldNode, nodeKind, nodesResource, "", "mynode", "status", admission.Update, myNode)},
-		{"pod-status-update", cases.Request(updated, pod, podKind, podsResource, "ns", "mypod", "status", admission.Update, myNode)},
-		{"mirror-pod-create", cases.Request(internal[api.Pod](t, mirrorPod()), nil, podKind, podsResource, "ns", "static-web-mynode", "", admission.Create, myNode)},
-		{"token-request", cases.Request(tokenRequest("mypod", "pod-uid", "vault"), nil, tokenKind, saResource, "ns", "default", "token", admission.Create, myNode)},
+		{"non-node-request", noderestrictiontest.Request(updated, pod, podKind, podsResource, "ns", "mypod", "", admission.Update, bob)},
+		{"node-label-update", noderestrictiontest.Request(node, oldNode, nodeKind, nodesResource, "", "mynode", "", admission.Update, myNode)},
+		{"node-status-update", noderestrictiontest.Request(statusNode, oldNode, nodeKind, nodesResource, "", "mynode", "status", admission.Update, myNode)},
+		{"pod-status-update", noderestrictiontest.Request(updated, pod, podKind, podsResource, "ns", "mypod", "status", admission.Update, myNode)},
+		{"mirror-pod-create", noderestrictiontest.Request(internal[api.Pod](t, mirrorPod()), nil, podKind, podsResource, "ns", "static-web-mynode", "", admission.Create, myNode)},
+		{"token-request", noderestrictiontest.Request(tokenRequest("mypod", "pod-uid", "vault"), nil, tokenKind, saResource, "ns", "default", "token", admission.Create, myNode)},
 	}
 }

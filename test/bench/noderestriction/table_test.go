@@ -41,8 +41,8 @@ import (
 	"k8s.io/kubernetes/pkg/auth/nodeidentifier"
 	upstream "k8s.io/kubernetes/plugin/pkg/admission/noderestriction"
 
+	"github.com/admitkit/admitkit/plugin/noderestrictiontest"
 	admitkit "github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
 )
 
 // TestCaseTable judges the whole case table (Kubernetes' 229 cases and
@@ -53,11 +53,11 @@ import (
 // configuration have no upstream counterpart: they are judged on the table
 // alone.
 func TestCaseTable(t *testing.T) {
-	all := cases.Upstream()
-	if len(all) != cases.UpstreamCount {
-		t.Errorf("the upstream table has %d cases, Kubernetes' tests %d", len(all), cases.UpstreamCount)
+	all := noderestrictiontest.Upstream()
+	if len(all) != noderestrictiontest.UpstreamCount {
+		t.Errorf("the upstream table has %d cases, Kubernetes' tests %d", len(all), noderestrictiontest.UpstreamCount)
 	}
-	all = append(all, cases.Admitkit()...)
+	all = append(all, noderestrictiontest.Admitkit()...)
 	compared := 0
 	for _, c := range all {
 		t.Run(c.Name, func(t *testing.T) {
@@ -81,8 +81,8 @@ func TestCaseTable(t *testing.T) {
 			}
 		})
 	}
-	if compared < cases.UpstreamCount {
-		t.Errorf("compared %d cases with upstream, want at least %d", compared, cases.UpstreamCount)
+	if compared < noderestrictiontest.UpstreamCount {
+		t.Errorf("compared %d cases with upstream, want at least %d", compared, noderestrictiontest.UpstreamCount)
 	}
 }
 
@@ -106,7 +106,7 @@ func internalAttributes(t *testing.T, a admission.Attributes) admission.Attribut
 
 // caseGate is the feature gate a case asks for, from Kubernetes' own
 // registrations; nil when the case inspects none.
-func caseGate(t *testing.T, c cases.Case) featuregate.FeatureGate {
+func caseGate(t *testing.T, c noderestrictiontest.Case) featuregate.FeatureGate {
 	t.Helper()
 	if !c.Inspect && c.Gates == nil && c.Emulation == "" {
 		return nil
@@ -126,12 +126,12 @@ func caseGate(t *testing.T, c cases.Case) featuregate.FeatureGate {
 }
 
 // caseInformers holds what the case's listers hold.
-func caseInformers(t *testing.T, c cases.Case) informers.SharedInformerFactory {
+func caseInformers(t *testing.T, c noderestrictiontest.Case) informers.SharedInformerFactory {
 	t.Helper()
 	f := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 	nodes := c.Nodes
 	if nodes == nil {
-		nodes = cases.DefaultNodes()
+		nodes = noderestrictiontest.DefaultNodes()
 	}
 	add := func(informer cache.SharedIndexInformer, obj runtime.Object) {
 		if err := informer.GetIndexer().Add(obj); err != nil {
@@ -159,7 +159,7 @@ func caseInformers(t *testing.T, c cases.Case) informers.SharedInformerFactory {
 	return f
 }
 
-func judgeUpstream(t *testing.T, c cases.Case, attrs admission.Attributes) error {
+func judgeUpstream(t *testing.T, c noderestrictiontest.Case, attrs admission.Attributes) error {
 	t.Helper()
 	p := upstream.NewPlugin(nodeidentifier.NewDefaultNodeIdentifier())
 	if g := caseGate(t, c); g != nil {
@@ -173,7 +173,7 @@ func judgeUpstream(t *testing.T, c cases.Case, attrs admission.Attributes) error
 	return err
 }
 
-func judgeAdmitkit(t *testing.T, c cases.Case, attrs admission.Attributes) error {
+func judgeAdmitkit(t *testing.T, c noderestrictiontest.Case, attrs admission.Attributes) error {
 	t.Helper()
 	p, err := admitkit.NewPlugin(admitkit.NewDefaultNodeIdentifier(), c.Config)
 	if err != nil {
@@ -193,7 +193,7 @@ func judgeAdmitkit(t *testing.T, c cases.Case, attrs admission.Attributes) error
 // caseAuthorizer expects the case's one question, or none.
 type caseAuthorizer struct {
 	t      *testing.T
-	want   *cases.Authorizer
+	want   *noderestrictiontest.Authorizer
 	called bool
 }
 

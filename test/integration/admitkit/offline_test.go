@@ -42,13 +42,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/fuzzobjects"
+	"github.com/admitkit/admitkit/plugin/fuzzobjectstest"
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
 // TestOfflineIsTheServer is the proof that `admitkit-webhook admit` is the
 // server: for random namespaces, presets, mutators and pods (package
-// fuzzobjects' generators), what admit prints for a pod equals what the
+// fuzzobjectstest's generators), what admit prints for a pod equals what the
 // server stores for the same create, less what only a server can write,
 // and a refusal on one side is a refusal with the same message on the
 // other. ADMITKIT_OFFLINE_SEED sets the seed (logged on every run) and
@@ -114,8 +114,8 @@ type offlineCase struct {
 }
 
 // newOfflineCase draws case i of seed: presets and a pod from
-// fuzzobjects.PodPresets, or (every other case) a pod from
-// fuzzobjects.TypedPod, and mutators from fuzzobjects.Mutators, all
+// fuzzobjectstest.PodPresets, or (every other case) a pod from
+// fuzzobjectstest.TypedPod, and mutators from fuzzobjectstest.Mutators, all
 // scoped to the case's namespace so that the cases leave each other (and
 // the package's other tests) alone.
 func newOfflineCase(seed uint64, i int) offlineCase {
@@ -124,19 +124,19 @@ func newOfflineCase(seed uint64, i int) offlineCase {
 	for j := range data {
 		data[j] = byte(rng.UintN(256))
 	}
-	s := fuzzobjects.NewSource(data)
+	s := fuzzobjectstest.NewSource(data)
 	ns := fmt.Sprintf("offline-%d", i)
 	c := offlineCase{namespace: &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: ns,
 		Labels: map[string]string{"offline-case": ns, "tier": []string{"a", "b"}[s.Next(2)]}}}}
-	presets := &fuzzobjects.PodPresets{Source: s, Namespace: ns, NamespaceSelector: metav1.LabelSelector{
+	presets := &fuzzobjectstest.PodPresets{Source: s, Namespace: ns, NamespaceSelector: metav1.LabelSelector{
 		MatchLabels: map[string]string{"offline-case": ns, "tier": []string{"a", "b"}[s.Next(2)]}}}
 	c.presets = latestPresets(presets.Presets(), ns)
 	if i%2 == 0 {
 		c.pod = presets.Pod()
 	} else {
-		c.pod = fuzzobjects.TypedPod(s)
+		c.pod = fuzzobjectstest.TypedPod(s)
 	}
-	mutators := &fuzzobjects.Mutators{Source: s}
+	mutators := &fuzzobjectstest.Mutators{Source: s}
 	for j := s.Next(6); j >= 0; j-- {
 		c.mutators = append(c.mutators, scopedMutator(mutators.Mutator(j), ns))
 	}

@@ -67,10 +67,11 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/admitkit/admitkit/plugin/initializer"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/notsynced"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/perrequest"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/versioned"
+	"github.com/admitkit/admitkit/plugin/internal/notsynced"
+	"github.com/admitkit/admitkit/plugin/internal/perrequest"
+	"github.com/admitkit/admitkit/plugin/internal/versioned"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
@@ -101,6 +102,10 @@ func newConfiguredPlugin(config io.Reader) (*Plugin, error) {
 	cfg, err := LoadConfiguration(config)
 	if err != nil {
 		return nil, err
+	}
+	if cfg == nil {
+		// Nothing configured: the plugin runs with no mutators.
+		cfg = &v1alpha1.Configuration{}
 	}
 	s, err := newSystem(cfg)
 	if err != nil {
@@ -134,7 +139,7 @@ type Plugin struct {
 	// objects the mutators change.
 	mutationAnnotations bool
 
-	// providers answer the mutators' externalData (providers.go); nil
+	// providers answer the mutators' externalData (externaldata.go); nil
 	// runs them without, as an offline host does.
 	providers *providers
 
@@ -146,6 +151,7 @@ type Plugin struct {
 	identity      string
 	stop          <-chan struct{}
 	startOnce     sync.Once
+	startErr      error
 }
 
 var (
@@ -237,24 +243,28 @@ func (p *Plugin) ValidateInitialization() error {
 	case p.stop == nil:
 		return fmt.Errorf("%s: watchMutators needs a drained notification to stop its watches", PluginName)
 	}
-	p.startOnce.Do(p.startLive)
-	return nil
+	p.startOnce.Do(func() { p.startErr = p.startLive() })
+	return p.startErr
 }
 
 // startLive starts watching mutators. Until the first list of every kind
 // is in, requests that a mutator could change are refused with an error
-// clients retry.
-func (p *Plugin) startLive() {
+// clients retry. It fails only if an informer refuses a handler, which a
+// new one does not; the server then stops rather than serve without them.
+func (p *Plugin) startLive() error {
 	if p.identity == "" {
 		p.identity = hostnameIdentity()
 	}
 	p.current.Store(nil)
 	events := newEventRecorder(p.kubeClient, p.stop)
 	p.live = newLiveSource(p.static, p.dynamicClient, p.identity, events, func(s *mutation.System) { p.current.Store(s) })
-	p.live.run(p.stop)
-	if p.providers != nil {
-		p.providers.watchLive(p.dynamicClient, events, p.stop)
+	if err := p.live.run(p.stop); err != nil {
+		return err
 	}
+	if p.providers != nil {
+		return p.providers.watchLive(p.dynamicClient, events, p.stop)
+	}
+	return nil
 }
 
 func (p *Plugin) lookupNamespaceLabels(name string) (labels.Labels, error) {
@@ -395,7 +405,7 @@ func (p *Plugin) recordMutated(a admission.Attributes, obj runtime.Object, res m
 func (p *Plugin) apply(xr externalRequest, o admission.ObjectInterfaces, obj runtime.Object, candidates []*mutation.Mutator, target *match.Target) (res mutation.Result, failed, err error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		return p.runWithExternal(xr, candidates, func(ext *mutation.External) (mutation.Result, error) {
-			return mutation.MutateWithExternal(candidates, u.Object, target, ext)
+			return mutation.Mutate(candidates, u, target, mutation.Options{External: ext})
 		})
 	}
 	var none mutation.Result
@@ -405,7 +415,7 @@ func (p *Plugin) apply(xr externalRequest, o admission.ObjectInterfaces, obj run
 		return none, nil, apierrors.NewInternalError(fmt.Errorf("%s: converting to %v: %w", PluginName, gvk, err))
 	}
 	res, failed, err = p.runWithExternal(xr, candidates, func(ext *mutation.External) (mutation.Result, error) {
-		return mutation.MutateTypedWithExternal(candidates, versionedObj, target, ext)
+		return mutation.Mutate(candidates, versionedObj, target, mutation.Options{External: ext})
 	})
 	if failed != nil || err != nil {
 		return none, failed, err

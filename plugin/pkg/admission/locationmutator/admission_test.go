@@ -327,7 +327,7 @@ func TestAdmitTypedMatchesUnstructured(t *testing.T) {
 
 	pod := threeContainerPod()
 	target := typed.target(attrs(pod, podGVK, podGVR, "prod", "web", admission.Create, ""), pod)
-	if _, err := mutation.MutateTyped(typed.current.Load().Candidates(podGVK, "CREATE"), pod.DeepCopy(), &target); err != nil {
+	if _, err := mutation.Mutate(typed.current.Load().Candidates(podGVK, "CREATE"), pod.DeepCopy(), &target, mutation.Options{}); err != nil {
 		t.Fatalf("the ten mutators must run typed: %v", err)
 	}
 

@@ -24,31 +24,22 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictdecode"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/admitkit/admitkit/plugin/internal/strictdecode"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
 
-// LoadConfiguration decodes the plugin configuration strictly. A nil reader
-// or an empty document gives an empty Configuration (no mutators).
+// LoadConfiguration decodes the plugin configuration strictly, by
+// strictdecode.Config, the rule NodeRestriction's configuration follows
+// too. A nil reader or an empty document returns nil: no mutators, no
+// external data, no watches.
 func LoadConfiguration(r io.Reader) (*v1alpha1.Configuration, error) {
 	cfg := &v1alpha1.Configuration{}
-	data, err := strictdecode.Read(r)
-	if err != nil {
-		return nil, fmt.Errorf("reading the %s configuration: %w", PluginName, err)
-	}
-	if data == nil {
-		return cfg, nil
-	}
-	found, err := strictdecode.YAMLOrJSON(data, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("%s configuration: %w", PluginName, err)
-	}
-	if !found {
-		return cfg, nil
-	}
-	if cfg.APIVersion != v1alpha1.APIVersion || cfg.Kind != v1alpha1.Kind {
-		return nil, fmt.Errorf("%s configuration: want apiVersion %s and kind %s, got %q and %q", PluginName, v1alpha1.APIVersion, v1alpha1.Kind, cfg.APIVersion, cfg.Kind)
+	found, err := strictdecode.Config(PluginName, r, cfg, &cfg.TypeMeta, metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind}, nil)
+	if err != nil || !found {
+		return nil, err
 	}
 	return cfg, nil
 }

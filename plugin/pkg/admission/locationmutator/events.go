@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/events"
+	"github.com/admitkit/admitkit/plugin/internal/events"
 )
 
 // newEventRecorder returns the sink of the live source's Warning Events,

@@ -32,7 +32,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/admissiontest"
+	"github.com/admitkit/admitkit/plugin/internal/admissiontest"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
 
@@ -82,11 +82,11 @@ spec:
 // systemFromConfig builds the system of a configuration as the plugin's
 // factory does.
 func systemFromConfig(r io.Reader) (*mutation.System, error) {
-	cfg, err := LoadConfiguration(r)
+	p, err := newConfiguredPlugin(r)
 	if err != nil {
 		return nil, err
 	}
-	return newSystem(cfg)
+	return p.static, nil
 }
 
 func newTestPlugin(t testing.TB, cfg string) *Plugin {

@@ -26,7 +26,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	admissiontesting "k8s.io/apiserver/pkg/admission/testing"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/admissiontest"
+	"github.com/admitkit/admitkit/plugin/internal/admissiontest"
 )
 
 // internalPod stands in for k8s.io/kubernetes' core.Pod, the object

@@ -88,18 +88,24 @@ func newLiveSource(static *mutation.System, client dynamic.Interface, identity s
 	return s
 }
 
-// run watches until stop closes.
-func (s *liveSource) run(stop <-chan struct{}) {
+// run watches until stop closes. Every handler is added before anything
+// starts, so that an error leaves nothing running.
+func (s *liveSource) run(stop <-chan struct{}) error {
 	for _, kw := range s.kinds {
-		_, _ = kw.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		if _, err := kw.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { s.changed(kw, obj) },
 			UpdateFunc: func(_, obj any) { s.changed(kw, obj) },
 			DeleteFunc: func(obj any) { s.changed(kw, obj) },
-		})
+		}); err != nil {
+			return fmt.Errorf("%s: watching %s: %w", PluginName, kw.kind, err)
+		}
+	}
+	for _, kw := range s.kinds {
 		go kw.informer.Run(stop)
 	}
 	go s.status.run(stop)
 	go s.loop(stop)
+	return nil
 }
 
 // changed notes the object for the loop and asks for a status check.

@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/admission"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/scalebench"
+	"github.com/admitkit/admitkit/plugin/internal/scalebenchtest"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
 
@@ -248,7 +248,7 @@ func BenchmarkLiveApplyOneByOne(b *testing.B) {
 			objects := liveObjects(b, shape.manifests(n))
 			b.Run(fmt.Sprintf("%s/mutators-%d", shape.name, n), func(b *testing.B) {
 				static, _ := mutation.NewSystem(nil)
-				scalebench.PerItem(b, n, func() {
+				scalebenchtest.PerItem(b, n, func() {
 					r := newResolver(static)
 					system := r.system.System()
 					for _, u := range objects {

@@ -28,8 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/objectname"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/trialreport"
+	"github.com/admitkit/admitkit/plugin/internal/objectname"
+	"github.com/admitkit/admitkit/plugin/internal/trialreport"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )

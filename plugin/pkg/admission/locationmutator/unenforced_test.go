@@ -36,7 +36,7 @@ import (
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/component-base/metrics/testutil"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/warnlimit"
+	"github.com/admitkit/admitkit/plugin/internal/warnlimit"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )

@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -28,8 +29,8 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
 
-// TestWalkerAllocations pins what mutation.Mutate and MutateTyped
-// allocate on the benchmarks' shapes (BenchmarkAdmit*), so that a change
+// TestWalkerAllocations pins what mutation.Mutate allocates, on both
+// forms, on the benchmarks' shapes (BenchmarkAdmit*), so that a change
 // that gives back what the slabs and the field hints bought fails here,
 // not only in a benchmark nobody reads. The counts are exact: the walks
 // are deterministic, and a count that drops is news to record here too.
@@ -62,7 +63,7 @@ func checkShapeAllocations(t *testing.T, sh allocShape) {
 		return &match.Target{GVK: podGVK, Namespace: pod.Namespace, Name: pod.Name, Labels: labels.Set(pod.Labels)}
 	}
 	mutated := threeContainerPod()
-	if res, err := mutation.MutateTyped(candidates, mutated, target(mutated)); err != nil || !res.Mutated() {
+	if res, err := mutation.Mutate(candidates, mutated, target(mutated), mutation.Options{}); err != nil || !res.Mutated() {
 		t.Fatalf("the fresh pod: mutated %v, %v", res.Mutated(), err)
 	}
 	for _, c := range []struct {
@@ -164,18 +165,20 @@ func typedRun(candidates []*mutation.Mutator, pods []*corev1.Pod, target func(*c
 		targets[i] = target(p)
 	}
 	return func(i int) error {
-		_, err := mutation.MutateTyped(candidates, pods[i], targets[i])
+		_, err := mutation.Mutate(candidates, pods[i], targets[i], mutation.Options{})
 		return err
 	}
 }
 
 func unstructuredRun(candidates []*mutation.Mutator, objs []map[string]any, target *match.Target) func(int) error {
 	targets := make([]match.Target, len(objs))
+	us := make([]*unstructured.Unstructured, len(objs))
 	for i := range objs {
 		targets[i] = *target
+		us[i] = &unstructured.Unstructured{Object: objs[i]}
 	}
 	return func(i int) error {
-		_, err := mutation.Mutate(candidates, objs[i], &targets[i])
+		_, err := mutation.Mutate(candidates, us[i], &targets[i], mutation.Options{})
 		return err
 	}
 }

@@ -27,7 +27,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/utils/ptr"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
+	"github.com/admitkit/admitkit/plugin/noderestrictiontest"
 )
 
 // benchPod is a pod of realistic size: two containers with environment,
@@ -84,8 +84,8 @@ func benchOtherUsers(b *testing.B, pod *corev1.Pod) {
 	pods := []*corev1.Pod{pod}
 	b.Run("non-node request", func(b *testing.B) {
 		bob := &user.DefaultInfo{Name: "bob", Groups: []string{"system:authenticated"}}
-		p := newCasePlugin(b, cases.Case{Pods: pods})
-		benchValidate(b, p, cases.Request(pod, pod, kindPod, gvrPods, "ns", "mypod", "", admission.Update, bob))
+		p := newCasePlugin(b, noderestrictiontest.Case{Pods: pods})
+		benchValidate(b, p, noderestrictiontest.Request(pod, pod, kindPod, gvrPods, "ns", "mypod", "", admission.Update, bob))
 	})
 
 	// With node-scoped daemons configured, other users' requests must cost
@@ -93,12 +93,12 @@ func benchOtherUsers(b *testing.B, pod *corev1.Pod) {
 	// one map lookup more.
 	b.Run("non-node request, daemons configured", func(b *testing.B) {
 		bob := &user.DefaultInfo{Name: "bob", Groups: []string{"system:authenticated"}}
-		p := newCasePlugin(b, cases.Case{Pods: pods, Config: cases.DaemonConfig()})
-		benchValidate(b, p, cases.Request(pod, pod, kindPod, gvrPods, "ns", "mypod", "", admission.Update, bob))
+		p := newCasePlugin(b, noderestrictiontest.Case{Pods: pods, Config: noderestrictiontest.DaemonConfig()})
+		benchValidate(b, p, noderestrictiontest.Request(pod, pod, kindPod, gvrPods, "ns", "mypod", "", admission.Update, bob))
 	})
 	b.Run("unlisted service account, daemons configured", func(b *testing.B) {
-		p := newCasePlugin(b, cases.Case{Pods: pods, Config: cases.DaemonConfig()})
-		benchValidate(b, p, cases.Request(pod, pod, kindPod, gvrPods, "ns", "mypod", "", admission.Update, cases.DaemonUser("kube-system", "other", "mynode")))
+		p := newCasePlugin(b, noderestrictiontest.Case{Pods: pods, Config: noderestrictiontest.DaemonConfig()})
+		benchValidate(b, p, noderestrictiontest.Request(pod, pod, kindPod, gvrPods, "ns", "mypod", "", admission.Update, noderestrictiontest.DaemonUser("kube-system", "other", "mynode")))
 	})
 }
 
@@ -113,8 +113,8 @@ func benchNodeLabelUpdates(b *testing.B, pod *corev1.Pod) {
 		node := old.DeepCopy()
 		node.Labels["topology.kubernetes.io/zone"] = "z2"
 		node.Labels["example.com/rack"] = "r7"
-		p := newCasePlugin(b, cases.Case{Pods: pods})
-		benchValidate(b, p, cases.Request(node, old, kindNode, gvrNodes, "", "mynode", "", admission.Update, cases.UserMyNode))
+		p := newCasePlugin(b, noderestrictiontest.Case{Pods: pods})
+		benchValidate(b, p, noderestrictiontest.Request(node, old, kindNode, gvrNodes, "", "mynode", "", admission.Update, noderestrictiontest.UserMyNode))
 	})
 
 	// A node-scoped daemon's requests, to set beside the kubelet's.
@@ -126,8 +126,8 @@ func benchNodeLabelUpdates(b *testing.B, pod *corev1.Pod) {
 		node := old.DeepCopy()
 		node.Labels["feature.node.kubernetes.io/cpu-avx2"] = "true"
 		node.Labels["example.com/rack"] = "r7"
-		p := newCasePlugin(b, cases.Case{Pods: pods, Config: cases.DaemonConfig()})
-		benchValidate(b, p, cases.Request(node, old, kindNode, gvrNodes, "", "mynode", "", admission.Update, cases.DaemonUser("kube-system", "agent", "mynode")))
+		p := newCasePlugin(b, noderestrictiontest.Case{Pods: pods, Config: noderestrictiontest.DaemonConfig()})
+		benchValidate(b, p, noderestrictiontest.Request(node, old, kindNode, gvrNodes, "", "mynode", "", admission.Update, noderestrictiontest.DaemonUser("kube-system", "agent", "mynode")))
 	})
 }
 
@@ -137,21 +137,21 @@ func benchPodUpdates(b *testing.B, pod *corev1.Pod) {
 	b.Run("daemon pod update", func(b *testing.B) {
 		updated := pod.DeepCopy()
 		updated.Labels["agent.example.com/seen"] = "true"
-		p := newCasePlugin(b, cases.Case{Pods: pods, Config: cases.DaemonConfig()})
-		benchValidate(b, p, cases.Request(updated, pod, kindPod, gvrPods, "ns", "mypod", "", admission.Update, cases.DaemonUser("kube-system", "agent", "mynode")))
+		p := newCasePlugin(b, noderestrictiontest.Case{Pods: pods, Config: noderestrictiontest.DaemonConfig()})
+		benchValidate(b, p, noderestrictiontest.Request(updated, pod, kindPod, gvrPods, "ns", "mypod", "", admission.Update, noderestrictiontest.DaemonUser("kube-system", "agent", "mynode")))
 	})
 	b.Run("daemon pod status update", func(b *testing.B) {
 		updated := pod.DeepCopy()
 		updated.Status.Conditions[0].Status = corev1.ConditionFalse
-		p := newCasePlugin(b, cases.Case{Pods: pods, Config: cases.DaemonConfig()})
-		benchValidate(b, p, cases.Request(updated, pod, kindPod, gvrPods, "ns", "mypod", "status", admission.Update, cases.DaemonUser("kube-system", "agent", "mynode")))
+		p := newCasePlugin(b, noderestrictiontest.Case{Pods: pods, Config: noderestrictiontest.DaemonConfig()})
+		benchValidate(b, p, noderestrictiontest.Request(updated, pod, kindPod, gvrPods, "ns", "mypod", "status", admission.Update, noderestrictiontest.DaemonUser("kube-system", "agent", "mynode")))
 	})
 
 	b.Run("pod status update", func(b *testing.B) {
 		updated := pod.DeepCopy()
 		updated.Status.Conditions[0].Status = corev1.ConditionFalse
-		p := newCasePlugin(b, cases.Case{Pods: pods})
-		benchValidate(b, p, cases.Request(updated, pod, kindPod, gvrPods, "ns", "mypod", "status", admission.Update, cases.UserMyNode))
+		p := newCasePlugin(b, noderestrictiontest.Case{Pods: pods})
+		benchValidate(b, p, noderestrictiontest.Request(updated, pod, kindPod, gvrPods, "ns", "mypod", "status", admission.Update, noderestrictiontest.UserMyNode))
 	})
 }
 
@@ -164,16 +164,16 @@ func benchNodeCreates(b *testing.B, pod *corev1.Pod) {
 		mirror.Spec.Volumes = []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/etc/app"}}}}
 		mirror.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "true"}
 		mirror.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "mynode", UID: "mynode-uid", Controller: ptr.To(true)}}
-		p := newCasePlugin(b, cases.Case{Pods: pods})
-		benchValidate(b, p, cases.Request(mirror, nil, kindPod, gvrPods, "ns", "mypod", "", admission.Create, cases.UserMyNode))
+		p := newCasePlugin(b, noderestrictiontest.Case{Pods: pods})
+		benchValidate(b, p, noderestrictiontest.Request(mirror, nil, kindPod, gvrPods, "ns", "mypod", "", admission.Create, noderestrictiontest.UserMyNode))
 	})
 
 	b.Run("token request", func(b *testing.B) {
-		p := newCasePlugin(b, cases.Case{Pods: pods, Inspect: true})
-		benchValidate(b, p, cases.Request(&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		p := newCasePlugin(b, noderestrictiontest.Case{Pods: pods, Inspect: true})
+		benchValidate(b, p, noderestrictiontest.Request(&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
 			Audiences:      []string{"vault"},
 			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "mypod", UID: "pod-uid"},
-		}}, nil, kindToken, gvrSAs, "ns", "default", "token", admission.Create, cases.UserMyNode))
+		}}, nil, kindToken, gvrSAs, "ns", "default", "token", admission.Create, noderestrictiontest.UserMyNode))
 	})
 }
 
@@ -186,8 +186,8 @@ func benchDenied(b *testing.B, pod *corev1.Pod) {
 		old := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "mynode"}}
 		node := old.DeepCopy()
 		node.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule}}
-		p := newCasePlugin(b, cases.Case{Pods: pods})
-		attrs := cases.Request(node, old, kindNode, gvrNodes, "", "mynode", "", admission.Update, cases.UserMyNode)
+		p := newCasePlugin(b, noderestrictiontest.Case{Pods: pods})
+		attrs := noderestrictiontest.Request(node, old, kindNode, gvrNodes, "", "mynode", "", admission.Update, noderestrictiontest.UserMyNode)
 		ctx := context.Background()
 		b.ReportAllocs()
 		for b.Loop() {

@@ -17,12 +17,13 @@ limitations under the License.
 package noderestriction
 
 import (
-	"fmt"
 	"io"
 	"slices"
 	"strings"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictdecode"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/admitkit/admitkit/plugin/internal/strictdecode"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/apis/v1alpha1"
 )
 
@@ -32,25 +33,13 @@ import (
 // own configuration: field names are case-sensitive, and unknown and
 // duplicate fields are errors, so that a typo does not silently leave a
 // node with fewer (or more) rights than intended; so is any failure of
-// Configuration.Validate, reported with the field path.
+// Configuration.Validate, reported with the field path. The rule is
+// strictdecode.Config, every plugin's.
 func LoadConfiguration(config io.Reader) (*v1alpha1.Configuration, error) {
-	data, err := strictdecode.Read(config)
-	if err != nil {
-		return nil, fmt.Errorf("%s: reading configuration: %w", PluginName, err)
-	}
-	if data == nil {
-		return nil, nil
-	}
 	cfg := &v1alpha1.Configuration{}
-	found, err := strictdecode.YAMLOrJSON(data, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("%s: decoding configuration: %w", PluginName, err)
-	}
-	if !found {
-		return nil, nil
-	}
-	if errs := cfg.Validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("%s: invalid configuration: %w", PluginName, errs.ToAggregate())
+	found, err := strictdecode.Config(PluginName, config, cfg, &cfg.TypeMeta, metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind}, cfg.Validate)
+	if err != nil || !found {
+		return nil, err
 	}
 	return cfg, nil
 }

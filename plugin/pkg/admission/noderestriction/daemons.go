@@ -27,7 +27,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/versioned"
+	"github.com/admitkit/admitkit/plugin/internal/versioned"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/apis/v1alpha1"
 )
 

@@ -31,8 +31,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/component-base/featuregate"
 
+	"github.com/admitkit/admitkit/plugin/noderestrictiontest"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/apis/v1alpha1"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
 )
 
 // daemons is a configuration of node-scoped accounts as the README shows it.
@@ -199,7 +199,7 @@ func TestReservedPrefixRefused(t *testing.T) {
 
 func TestValidateInitialization(t *testing.T) {
 	full := func() *Plugin {
-		p := newCasePlugin(t, cases.Case{})
+		p := newCasePlugin(t, noderestrictiontest.Case{})
 		p.InspectFeatureGates(newGates(t, "", nil))
 		factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 		p.SetExternalKubeInformerFactory(factory)

@@ -39,7 +39,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"sigs.k8s.io/randfill"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
+	"github.com/admitkit/admitkit/plugin/noderestrictiontest"
 )
 
 // fuzzTarget is one resource the plugin handles, with a fresh object of a
@@ -75,7 +75,7 @@ var fuzzNames = []string{"mynode", "othernode", "", "mypod", "otherpod"}
 // fuzzPlugin has every gate on and listers holding a pod, a node, a claim
 // and a driver for both nodes.
 func fuzzPlugin(t testing.TB) *Plugin {
-	p := newCasePlugin(t, cases.Case{
+	p := newCasePlugin(t, noderestrictiontest.Case{
 		Pods: []*corev1.Pod{testPod("ns", "mypod", "mynode"), testPod("ns", "otherpod", "othernode"),
 			mirrorPod("mynode"), mirrorPod("othernode")},
 		Nodes:           []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "mynode", UID: "mynode-uid"}}, {ObjectMeta: metav1.ObjectMeta{Name: "othernode", UID: "othernode-uid"}}},
@@ -131,7 +131,7 @@ func FuzzValidate(f *testing.F) {
 			steer(obj, names)
 			steer(old, names>>3)
 		}
-		attrs := cases.Request(obj, old, schema.GroupVersionKind{}, target.gvr, "ns", name, sub, op, cases.UserMyNode)
+		attrs := noderestrictiontest.Request(obj, old, schema.GroupVersionKind{}, target.gvr, "ns", name, sub, op, noderestrictiontest.UserMyNode)
 		err := p.Validate(t.Context(), attrs, nil)
 		checkInternalDecides(t, p, attrs, err, internalObjects)
 		if err != nil {

@@ -37,8 +37,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
 
+	"github.com/admitkit/admitkit/plugin/noderestrictiontest"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/apis/v1alpha1"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
 )
 
 var (
@@ -106,7 +106,7 @@ var lookupModes = []v1alpha1.Lookups{v1alpha1.LookupsInformers, v1alpha1.Lookups
 
 // newCasePlugin wires a plugin for c directly with listers, the way the
 // informer initializer would wire it.
-func newCasePlugin(t testing.TB, c cases.Case) *Plugin {
+func newCasePlugin(t testing.TB, c noderestrictiontest.Case) *Plugin {
 	t.Helper()
 	return newCasePluginWith(t, c, v1alpha1.LookupsInformers)
 }
@@ -114,7 +114,7 @@ func newCasePlugin(t testing.TB, c cases.Case) *Plugin {
 // newCasePluginWith wires a plugin for c whose lookups are lookups: listers
 // over the case's objects, or a fake clientset holding them, handed over
 // as the clientset initializer hands kube-apiserver's client.
-func newCasePluginWith(t testing.TB, c cases.Case, lookups v1alpha1.Lookups) *Plugin {
+func newCasePluginWith(t testing.TB, c noderestrictiontest.Case, lookups v1alpha1.Lookups) *Plugin {
 	t.Helper()
 	cfg := &v1alpha1.Configuration{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind}}
 	if c.Config != nil {
@@ -131,7 +131,7 @@ func newCasePluginWith(t testing.TB, c cases.Case, lookups v1alpha1.Lookups) *Pl
 	}
 	nodes := c.Nodes
 	if nodes == nil {
-		nodes = cases.DefaultNodes()
+		nodes = noderestrictiontest.DefaultNodes()
 	}
 	switch lookups {
 	case v1alpha1.LookupsInformers:
@@ -181,7 +181,7 @@ func latest[T interface {
 
 // runCase judges c.Attrs with objects as the chain's ObjectInterfaces,
 // once with each of the lookups.
-func runCase(t *testing.T, c cases.Case, objects admission.ObjectInterfaces) {
+func runCase(t *testing.T, c noderestrictiontest.Case, objects admission.ObjectInterfaces) {
 	t.Helper()
 	t.Run(c.Name, func(t *testing.T) {
 		for _, lookups := range lookupModes {
@@ -199,7 +199,7 @@ func runCase(t *testing.T, c cases.Case, objects admission.ObjectInterfaces) {
 
 // caseAuthorizer is an authorizer that expects the case's question, or
 // fails the test when asked although the case expects none.
-func caseAuthorizer(t testing.TB, want *cases.Authorizer) authorizer.UnconditionalAuthorizer {
+func caseAuthorizer(t testing.TB, want *noderestrictiontest.Authorizer) authorizer.UnconditionalAuthorizer {
 	if want == nil {
 		return refusingAuthorizer{t}
 	}
@@ -217,7 +217,7 @@ func (r refusingAuthorizer) Authorize(context.Context, authorizer.Attributes) (a
 // question, and gives the case's answer.
 type expectingAuthorizer struct {
 	t      testing.TB
-	want   cases.Authorizer
+	want   noderestrictiontest.Authorizer
 	called bool
 }
 
@@ -246,9 +246,9 @@ func checkErr(t testing.TB, err error, want string) {
 
 // TestCases judges the whole case table on k8s.io/api objects.
 func TestCases(t *testing.T) {
-	upstream := cases.Upstream()
-	if len(upstream) != cases.UpstreamCount {
-		t.Errorf("the upstream table has %d cases, Kubernetes' tests %d", len(upstream), cases.UpstreamCount)
+	upstream := noderestrictiontest.Upstream()
+	if len(upstream) != noderestrictiontest.UpstreamCount {
+		t.Errorf("the upstream table has %d cases, Kubernetes' tests %d", len(upstream), noderestrictiontest.UpstreamCount)
 	}
 	t.Run("upstream", func(t *testing.T) {
 		for _, c := range upstream {
@@ -256,7 +256,7 @@ func TestCases(t *testing.T) {
 		}
 	})
 	t.Run("admitkit", func(t *testing.T) {
-		for _, c := range cases.Admitkit() {
+		for _, c := range noderestrictiontest.Admitkit() {
 			runCase(t, c, nil)
 		}
 	})

@@ -30,8 +30,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/admissiontest"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
+	"github.com/admitkit/admitkit/plugin/internal/admissiontest"
+	"github.com/admitkit/admitkit/plugin/noderestrictiontest"
 )
 
 // Stand-ins for kube-apiserver's internal types (k8s.io/kubernetes
@@ -215,7 +215,7 @@ func onInternal(a admission.Attributes) (admission.Attributes, bool) {
 func TestInternalObjects(t *testing.T) {
 	objects := admission.NewObjectInterfacesFromScheme(internalScheme(t))
 	replayed := 0
-	for _, c := range append(cases.Upstream(), cases.Admitkit()...) {
+	for _, c := range append(noderestrictiontest.Upstream(), noderestrictiontest.Admitkit()...) {
 		if strings.Contains(c.Err, "unexpected type") {
 			continue // names the versioned type
 		}
@@ -238,13 +238,13 @@ func TestInternalObjectsRefused(t *testing.T) {
 	pod, _ := asInternal(testPod("ns", "mypod", "mynode"))
 	eviction := &internalEviction{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mypod"}}
 	lease := &internalLease{ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: "mynode"}}
-	for _, c := range []cases.Case{
+	for _, c := range []noderestrictiontest.Case{
 		{Name: "internal pod without object interfaces", Err: "unexpected type *noderestriction.internalPod",
-			Attrs: cases.Request(pod, pod, kindPod, gvrPods, "ns", "mypod", "status", admission.Update, cases.UserMyNode)},
+			Attrs: noderestrictiontest.Request(pod, pod, kindPod, gvrPods, "ns", "mypod", "status", admission.Update, noderestrictiontest.UserMyNode)},
 		{Name: "internal eviction without object interfaces", Err: "unexpected type *noderestriction.internalEviction",
-			Attrs: cases.Request(eviction, nil, kindEviction, gvrPods, "ns", "", "eviction", admission.Create, cases.UserMyNode)},
+			Attrs: noderestrictiontest.Request(eviction, nil, kindEviction, gvrPods, "ns", "", "eviction", admission.Create, noderestrictiontest.UserMyNode)},
 		{Name: "internal object the scheme cannot convert", Err: "unexpected type *noderestriction.internalLease",
-			Attrs: cases.Request(lease, lease, kindNode, gvrNodes, "", "mynode", "", admission.Update, cases.UserMyNode)},
+			Attrs: noderestrictiontest.Request(lease, lease, kindNode, gvrNodes, "", "mynode", "", admission.Update, noderestrictiontest.UserMyNode)},
 	} {
 		var o admission.ObjectInterfaces
 		if !strings.Contains(c.Name, "without object interfaces") {

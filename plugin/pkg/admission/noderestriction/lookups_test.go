@@ -34,7 +34,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
+	"github.com/admitkit/admitkit/plugin/noderestrictiontest"
 )
 
 // initializedWith goes through Register and the standard initializer with
@@ -102,7 +102,7 @@ func TestLookupsInitialization(t *testing.T) {
 			t.Errorf("informers %v, want none", got)
 		}
 		del := func(name string) error {
-			return p.Validate(context.Background(), cases.Request(nil, nil, kindPod, gvrPods, "ns", name, "", admission.Delete, cases.UserMyNode), nil)
+			return p.Validate(context.Background(), noderestrictiontest.Request(nil, nil, kindPod, gvrPods, "ns", name, "", admission.Delete, noderestrictiontest.UserMyNode), nil)
 		}
 		if err := del("mypod"); err != nil {
 			t.Errorf("deleting a pod of its node: %v", err)
@@ -189,7 +189,7 @@ func TestLiveLookupFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = p.Validate(context.Background(), cases.Request(nil, nil, kindPod, gvrPods, "ns", "mypod", "", admission.Delete, cases.UserMyNode), nil)
+	err = p.Validate(context.Background(), noderestrictiontest.Request(nil, nil, kindPod, gvrPods, "ns", "mypod", "", admission.Delete, noderestrictiontest.UserMyNode), nil)
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "reading pod ns/mypod: etcd is gone") {
 		t.Errorf("got %v, want Forbidden naming the pod and the failure", err)
 	}

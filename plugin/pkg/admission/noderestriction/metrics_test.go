@@ -36,7 +36,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction/cases"
+	"github.com/admitkit/admitkit/plugin/noderestrictiontest"
 )
 
 // allReasons is the reason label's whole set of values, as the README
@@ -177,7 +177,7 @@ func (failingIndexer) GetByKey(string) (any, bool, error) {
 // metricsCase is a request the case table does not make; brokenPods gives
 // the plugin a pod lister whose lookups fail.
 type metricsCase struct {
-	cases.Case
+	noderestrictiontest.Case
 	brokenPods bool
 }
 
@@ -200,16 +200,16 @@ func metricsCases() []metricsCase {
 	}
 	kindPCR := certificatesv1beta1.SchemeGroupVersion.WithKind("PodCertificateRequest")
 	return []metricsCase{
-		{Case: cases.Case{Name: "a nameless node on a resource no rule covers", Err: "could not determine node",
-			Attrs: cases.Request(nil, nil, schema.GroupVersionKind{}, corev1.SchemeGroupVersion.WithResource("configmaps"), "ns", "cm", "", admission.Update,
+		{Case: noderestrictiontest.Case{Name: "a nameless node on a resource no rule covers", Err: "could not determine node",
+			Attrs: noderestrictiontest.Request(nil, nil, schema.GroupVersionKind{}, corev1.SchemeGroupVersion.WithResource("configmaps"), "ns", "cm", "", admission.Update,
 				&user.DefaultInfo{Name: "system:node:", Groups: []string{user.NodesGroup}})}},
-		{Case: cases.Case{Name: "a node on a resource no rule covers",
-			Attrs: cases.Request(nil, nil, schema.GroupVersionKind{}, corev1.SchemeGroupVersion.WithResource("configmaps"), "ns", "cm", "", admission.Update, cases.UserMyNode)}},
-		{Case: cases.Case{Name: "pod lookup fails", Err: "lister failed",
-			Attrs: cases.Request(nil, pod, kindPod, gvrPods, "ns", "mypod", "", admission.Delete, cases.UserMyNode)}, brokenPods: true},
-		{Case: cases.Case{Name: "pod certificate for a mirror pod", Gates: map[string]bool{}, Err: "is a mirror pod",
+		{Case: noderestrictiontest.Case{Name: "a node on a resource no rule covers",
+			Attrs: noderestrictiontest.Request(nil, nil, schema.GroupVersionKind{}, corev1.SchemeGroupVersion.WithResource("configmaps"), "ns", "cm", "", admission.Update, noderestrictiontest.UserMyNode)}},
+		{Case: noderestrictiontest.Case{Name: "pod lookup fails", Err: "lister failed",
+			Attrs: noderestrictiontest.Request(nil, pod, kindPod, gvrPods, "ns", "mypod", "", admission.Delete, noderestrictiontest.UserMyNode)}, brokenPods: true},
+		{Case: noderestrictiontest.Case{Name: "pod certificate for a mirror pod", Gates: map[string]bool{}, Err: "is a mirror pod",
 			Pods: []*corev1.Pod{mirror}, Nodes: []*corev1.Node{node},
-			Attrs: cases.Request(pcr("mirror"), nil, kindPCR, gvrPCRs, "ns", "foo", "", admission.Create, cases.UserMyNode)}},
+			Attrs: noderestrictiontest.Request(pcr("mirror"), nil, kindPCR, gvrPCRs, "ns", "foo", "", admission.Create, noderestrictiontest.UserMyNode)}},
 	}
 }
 
@@ -219,7 +219,7 @@ func metricsCases() []metricsCase {
 // anyone else's moves nothing.
 func TestMetricsRequests(t *testing.T) {
 	var all []metricsCase
-	for _, c := range append(cases.Upstream(), cases.Admitkit()...) {
+	for _, c := range append(noderestrictiontest.Upstream(), noderestrictiontest.Admitkit()...) {
 		all = append(all, metricsCase{Case: c})
 	}
 	all = append(all, metricsCases()...)
@@ -279,7 +279,7 @@ func daemonJudges(a admission.Attributes) bool {
 
 // isScopedDaemon reports whether the case's user is one of the node-scoped
 // service accounts its configuration lists.
-func isScopedDaemon(c cases.Case) bool {
+func isScopedDaemon(c noderestrictiontest.Case) bool {
 	u := c.Attrs.GetUserInfo()
 	if c.Config == nil || u == nil {
 		return false

@@ -26,7 +26,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/klog/v2"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/versioned"
+	"github.com/admitkit/admitkit/plugin/internal/versioned"
 )
 
 // unexpectedType is the error a rule returns when the object is not the kind

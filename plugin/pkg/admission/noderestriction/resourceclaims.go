@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/versioned"
+	"github.com/admitkit/admitkit/plugin/internal/versioned"
 )
 
 var resourceClaimGVK = resourcev1.SchemeGroupVersion.WithKind("ResourceClaim")

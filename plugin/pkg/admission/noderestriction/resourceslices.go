@@ -25,7 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/versioned"
+	"github.com/admitkit/admitkit/plugin/internal/versioned"
 )
 
 var resourceSliceGVK = resourcev1.SchemeGroupVersion.WithKind("ResourceSlice")

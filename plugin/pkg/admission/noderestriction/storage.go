@@ -27,7 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apiserver/pkg/admission"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/versioned"
+	"github.com/admitkit/admitkit/plugin/internal/versioned"
 )
 
 var (

@@ -74,10 +74,10 @@ import (
 
 	settingsinformers "github.com/admitkit/admitkit/generated/informers/externalversions"
 	"github.com/admitkit/admitkit/plugin/initializer"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/events"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/notsynced"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/objectname"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/versioned"
+	"github.com/admitkit/admitkit/plugin/internal/events"
+	"github.com/admitkit/admitkit/plugin/internal/notsynced"
+	"github.com/admitkit/admitkit/plugin/internal/objectname"
+	"github.com/admitkit/admitkit/plugin/internal/versioned"
 )
 
 const (
@@ -237,8 +237,8 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 	if err := p.checkSynced(ctx, a); err != nil {
 		return err
 	}
-	record := recordOf(a)
-	if record.evaluated.First() {
+	seen := recordOf(a)
+	if seen.evaluated.First() {
 		podsEvaluated.Inc()
 	}
 	// Presets are looked up in the request's namespace: a pod sent without
@@ -257,7 +257,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 	if errors.As(m.err, &refused) {
 		return admission.NewForbidden(a, fmt.Errorf("%s refused by pod presets whose conflictPolicy is Reject: %w", podName(a, podMeta), refused.err))
 	}
-	p.report(ctx, a, podMeta, record, m)
+	p.report(ctx, a, podMeta, seen, m)
 	if m.err != nil || len(m.applied) == 0 || pod == obj {
 		return nil
 	}
@@ -319,14 +319,14 @@ func merge(pod *corev1.Pod, presets []*preset) merged {
 // was before and compared with what the enforced ones made of it (a report
 // of what switching one to Enforce would do to this very pod); a conflict
 // is shown to whoever created the pod; applied presets are counted.
-func (p *Plugin) report(ctx context.Context, a admission.Attributes, podMeta metav1.Object, record *requestRecord, m merged) {
-	if m.before != nil && record.unenforced.First() {
+func (p *Plugin) report(ctx context.Context, a admission.Attributes, podMeta metav1.Object, seen *requestRecord, m merged) {
+	if m.before != nil && seen.unenforced.First() {
 		if trials := tryUnenforced(m.before, m.pod, m.presets, m.err); len(trials) > 0 {
 			reportUnenforced(ctx, a, podName(a, podMeta), trials)
 		}
 	}
 	if m.err != nil {
-		if record.conflict.First() {
+		if seen.conflict.First() {
 			conflicts.Inc()
 			p.reportConflict(ctx, a, podMeta, m.applied, m.err)
 		}
@@ -335,11 +335,11 @@ func (p *Plugin) report(ctx context.Context, a admission.Attributes, podMeta met
 	if len(m.applied) == 0 {
 		return
 	}
-	if record.injected.First() {
+	if seen.injected.First() {
 		podsInjected.Inc()
 	}
 	for _, preset := range m.applied {
-		if record.applied.First(preset.annotation) {
+		if seen.applied.First(preset.annotation) {
 			presetsApplied.WithLabelValues(preset.kind).Inc()
 		}
 	}

@@ -29,7 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/fuzzobjects"
+	"github.com/admitkit/admitkit/plugin/fuzzobjectstest"
 )
 
 // FuzzAdmit checks the plugin's promises on random pods and presets,
@@ -46,7 +46,7 @@ func FuzzAdmit(f *testing.F) {
 	f.Add([]byte("the same names again and again and again"))
 	f.Add([]byte{3, 2, 2, 1, 0, 0, 2, 1, 1, 2, 0, 1, 2, 2, 0, 1, 1, 1, 0, 0, 2, 2, 1, 0, 2, 1, 1, 0, 2, 2, 2, 1, 0, 1, 0, 0, 1, 2})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		g := &fuzzobjects.PodPresets{Source: fuzzobjects.NewSource(data), Namespace: testNamespace}
+		g := &fuzzobjectstest.PodPresets{Source: fuzzobjectstest.NewSource(data), Namespace: testNamespace}
 		presets := g.Presets()
 		original := g.Pod()
 		p, _ := newTestPlugin(t, presets...)

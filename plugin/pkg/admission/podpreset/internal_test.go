@@ -26,7 +26,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/admissiontest"
+	"github.com/admitkit/admitkit/plugin/internal/admissiontest"
 )
 
 // internalPod stands in for kube-apiserver's internal core.Pod: a Go type

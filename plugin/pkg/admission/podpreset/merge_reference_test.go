@@ -27,8 +27,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/fuzzobjects"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/scalebench"
+	"github.com/admitkit/admitkit/plugin/fuzzobjectstest"
+	"github.com/admitkit/admitkit/plugin/internal/scalebenchtest"
 )
 
 // referenceMerge is mergeList written the plain way, every lookup a linear
@@ -213,7 +213,7 @@ func (r *refMerge[T]) conflictWith(p *preset, key listKey[T], item *T, j int) co
 
 // genPresets makes presets over the generator's small alphabets, so that
 // items collide within a preset, across presets and with the pod's.
-func genPresets(g *fuzzobjects.PodPresets) []*preset {
+func genPresets(g *fuzzobjectstest.PodPresets) []*preset {
 	var out []*preset
 	for n := g.Next(5); n > 0; n-- {
 		kind := podPresetKind
@@ -266,7 +266,7 @@ func checkAgainstReference(t *testing.T, data []byte) { checkMerges(t, data, 0) 
 // are shorter than linearSearchMax, so padding by linearSearchMax runs the
 // same collisions through the indexed search.
 func checkMerges(t *testing.T, data []byte, pad int) {
-	g := &fuzzobjects.PodPresets{Source: fuzzobjects.NewSource(data)}
+	g := &fuzzobjectstest.PodPresets{Source: fuzzobjectstest.NewSource(data)}
 	env, envFrom, volumes, mounts := g.Env(), g.EnvFrom(), g.Volumes(), g.Mounts()
 	for i := range pad {
 		env = append([]corev1.EnvVar{{Name: fmt.Sprintf("PAD%d", i), Value: "v"}}, env...)
@@ -310,7 +310,7 @@ func FuzzMergeList(f *testing.F) {
 // "conflicts" makes every item of a second preset contradict the first, so
 // that each conflict also names the preset it contradicts.
 func BenchmarkMergeList(b *testing.B) {
-	for _, n := range scalebench.Sizes {
+	for _, n := range scalebenchtest.Sizes {
 		var pod, env []corev1.EnvVar
 		var mounts, podMounts []corev1.VolumeMount
 		var envFrom, podEnvFrom []corev1.EnvFromSource
@@ -328,16 +328,16 @@ func BenchmarkMergeList(b *testing.B) {
 		presets := []*preset{{kind: podPresetKind, name: "p", spec: settingsv1alpha1.PodPresetSpec{Env: env, EnvFrom: envFrom, Volumes: volumes, VolumeMounts: mounts}}}
 		o := owner{kind: "container", name: "c"}
 		b.Run(fmt.Sprintf("env/items-%d", n), func(b *testing.B) {
-			scalebench.PerItem(b, n, func() { mergeList(o, pod, presets, envList) })
+			scalebenchtest.PerItem(b, n, func() { mergeList(o, pod, presets, envList) })
 		})
 		b.Run(fmt.Sprintf("envFrom/items-%d", n), func(b *testing.B) {
-			scalebench.PerItem(b, n, func() { mergeList(o, podEnvFrom, presets, envFromList) })
+			scalebenchtest.PerItem(b, n, func() { mergeList(o, podEnvFrom, presets, envFromList) })
 		})
 		b.Run(fmt.Sprintf("volumes/items-%d", n), func(b *testing.B) {
-			scalebench.PerItem(b, n, func() { mergeList(o, podVolumes, presets, volumeList) })
+			scalebenchtest.PerItem(b, n, func() { mergeList(o, podVolumes, presets, volumeList) })
 		})
 		b.Run(fmt.Sprintf("volumeMounts/items-%d", n), func(b *testing.B) {
-			scalebench.PerItem(b, n, func() { mergeList(o, podMounts, presets, mountList) })
+			scalebenchtest.PerItem(b, n, func() { mergeList(o, podMounts, presets, mountList) })
 		})
 
 		// Every policy at once: a PresetWins preset replacing half of the
@@ -355,10 +355,10 @@ func BenchmarkMergeList(b *testing.B) {
 			{kind: podPresetKind, name: "yield", spec: settingsv1alpha1.PodPresetSpec{Env: yieldingEnv, VolumeMounts: podMounts, ConflictPolicy: settingsv1alpha1.ConflictPolicyPodWins}},
 		}
 		b.Run(fmt.Sprintf("policies-env/items-%d", n), func(b *testing.B) {
-			scalebench.PerItem(b, n, func() { mergeList(o, pod, policies, envList) })
+			scalebenchtest.PerItem(b, n, func() { mergeList(o, pod, policies, envList) })
 		})
 		b.Run(fmt.Sprintf("policies-volumeMounts/items-%d", n), func(b *testing.B) {
-			scalebench.PerItem(b, n, func() { mergeList(o, podMounts, policies, mountList) })
+			scalebenchtest.PerItem(b, n, func() { mergeList(o, podMounts, policies, mountList) })
 		})
 
 		contradict := make([]corev1.EnvVar, n)
@@ -367,7 +367,7 @@ func BenchmarkMergeList(b *testing.B) {
 		}
 		twoPresets := append(presets, &preset{kind: podPresetKind, name: "q", spec: settingsv1alpha1.PodPresetSpec{Env: contradict}})
 		b.Run(fmt.Sprintf("conflicts/items-%d", n), func(b *testing.B) {
-			scalebench.PerItem(b, n, func() {
+			scalebenchtest.PerItem(b, n, func() {
 				if _, errs := mergeList(o, nil, twoPresets, envList); len(errs) != n {
 					b.Fatalf("%d conflicts, want %d", len(errs), n)
 				}

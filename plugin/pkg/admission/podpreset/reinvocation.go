@@ -19,7 +19,7 @@ package podpreset
 import (
 	"k8s.io/apiserver/pkg/admission"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/perrequest"
+	"github.com/admitkit/admitkit/plugin/internal/perrequest"
 )
 
 // requestRecord is what the plugin has counted and reported for one pod

@@ -27,7 +27,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/trialreport"
+	"github.com/admitkit/admitkit/plugin/internal/trialreport"
 )
 
 // UnenforcedAnnotationKey is the audit annotation that records, for every

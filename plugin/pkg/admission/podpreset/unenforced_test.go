@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/warnlimit"
+	"github.com/admitkit/admitkit/plugin/internal/warnlimit"
 )
 
 // withMode returns a copy of a PodPreset or ClusterPodPreset fixture in

@@ -21,7 +21,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/internal/btree"
 )
@@ -215,33 +214,27 @@ func (s *System) setList(bind binding, c *candidates) {
 type candidates struct {
 	bound, anyKind btree.Tree[*Mutator]
 
-	// merged says list is set; once sets it.
-	merged atomic.Bool
-	once   sync.Once
-	list   []*Mutator
+	// once sets list.
+	once sync.Once
+	list []*Mutator
 }
 
-// get returns the list, merging it on the first call; after that it is an
-// atomic load, inlined.
+// get returns the list, merging it on the first call; after that it is
+// sync.Once's fast path, an atomic load, inlined.
 func (c *candidates) get() []*Mutator {
-	if !c.merged.Load() {
-		c.merge()
-	}
+	c.once.Do(c.merge)
 	return c.list
 }
 
 func (c *candidates) merge() {
-	c.once.Do(func() {
-		switch {
-		case c.anyKind.Len() == 0:
-			c.list = slices.AppendSeq(make([]*Mutator, 0, c.bound.Len()), c.bound.All())
-		case c.bound.Len() == 0:
-			c.list = slices.AppendSeq(make([]*Mutator, 0, c.anyKind.Len()), c.anyKind.All())
-		default:
-			c.list = mergeRunOrder(slices.Collect(c.bound.All()), slices.Collect(c.anyKind.All()))
-		}
-		c.merged.Store(true)
-	})
+	switch {
+	case c.anyKind.Len() == 0:
+		c.list = slices.AppendSeq(make([]*Mutator, 0, c.bound.Len()), c.bound.All())
+	case c.bound.Len() == 0:
+		c.list = slices.AppendSeq(make([]*Mutator, 0, c.anyKind.Len()), c.anyKind.All())
+	default:
+		c.list = mergeRunOrder(slices.Collect(c.bound.All()), slices.Collect(c.anyKind.All()))
+	}
 }
 
 // mergeRunOrder merges two lists in run order into a new one.

@@ -25,6 +25,7 @@ import (
 	"sync"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -103,7 +104,7 @@ func checkSnapshot(t *testing.T, s snapshot, values map[*Mutator]string) {
 	// Running them on a pod writes what the pod Assigns and the
 	// AssignMetadata in it write, and nothing else.
 	o := map[string]any{"metadata": map[string]any{"name": "web", "namespace": "default"}, "spec": map[string]any{}}
-	if _, err := Mutate(s.system.Candidates(podTarget().GVK, OperationCreate), o, podTarget()); err != nil {
+	if _, err := Mutate(s.system.Candidates(podTarget().GVK, OperationCreate), &unstructured.Unstructured{Object: o}, podTarget(), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	wantSpec, wantLabels := map[string]any{}, map[string]any{}

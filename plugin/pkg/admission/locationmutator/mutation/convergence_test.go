@@ -27,6 +27,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -116,7 +117,7 @@ func TestSettlesWithoutAnotherPass(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o, ref := obj(t, tc.before), obj(t, tc.before)
-			res, err := Mutate(tc.ms, o, podTarget())
+			res, err := Mutate(tc.ms, &unstructured.Unstructured{Object: o}, podTarget(), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,7 +150,7 @@ func TestSettlesWithinABudget(t *testing.T) {
 		for i := range tc.n {
 			ms = append(ms, assign(t, fmt.Sprintf("m%02d", i), fmt.Sprintf("spec.f%02d", i), "1"))
 		}
-		res, err := Mutate(ms, obj(t, `spec: {}`), podTarget())
+		res, err := Mutate(ms, &unstructured.Unstructured{Object: obj(t, `spec: {}`)}, podTarget(), Options{})
 		if err != nil || len(res.Applied) != tc.n || res.Passes != tc.passes {
 			t.Errorf("%d mutators: %d applied, %d passes, %v; want %d passes", tc.n, len(res.Applied), res.Passes, err, tc.passes)
 		}
@@ -163,7 +164,7 @@ func TestSettlesWithinABudget(t *testing.T) {
 func TestSettlesNotWhenATypedKeyIsLost(t *testing.T) {
 	m := assign(t, "a", "spec.containers[nokey: x].image", "nginx")
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}}
-	_, err := MutateTyped([]*Mutator{m}, pod, podTarget())
+	_, err := Mutate([]*Mutator{m}, pod, podTarget(), Options{})
 	if !errors.Is(err, ErrNotConverging) {
 		t.Fatalf("error %v, want ErrNotConverging", err)
 	}
@@ -175,7 +176,7 @@ func TestSettlesNotWithExternalData(t *testing.T) {
 	m := externalAssign(t, "Fail", "")
 	pod := podWith("nginx:1.27")
 	res, _, err := resolveRounds(t, func(x *External) (Result, error) {
-		res, err := MutateTypedWithExternal([]*Mutator{m}, pod, podTarget(), x)
+		res, err := Mutate([]*Mutator{m}, pod, podTarget(), Options{External: x})
 		if err == nil && res.Mutated() && res.Passes != 2 {
 			t.Errorf("the round that wrote the answer ran %d passes, want 2", res.Passes)
 		}
@@ -224,7 +225,7 @@ func TestSettlesTenPodMutators(t *testing.T) {
 	}
 	t.Run("typed", func(t *testing.T) {
 		pod, ref := tenMutatorsPod(), tenMutatorsPod()
-		res, err := MutateTyped(cands, pod, typedTarget(pod, gvk))
+		res, err := Mutate(cands, pod, typedTarget(pod, gvk), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,7 +241,7 @@ func TestSettlesTenPodMutators(t *testing.T) {
 		o := toUnstructured(t, tenMutatorsPod())
 		ref := toUnstructured(t, tenMutatorsPod())
 		tg := typedTarget(tenMutatorsPod(), gvk)
-		res, err := Mutate(cands, o, tg)
+		res, err := Mutate(cands, &unstructured.Unstructured{Object: o}, tg, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

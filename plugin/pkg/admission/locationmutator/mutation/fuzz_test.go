@@ -27,8 +27,9 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/fuzzobjects"
+	"github.com/admitkit/admitkit/plugin/fuzzobjectstest"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	mutationsv1alpha1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
@@ -37,7 +38,7 @@ import (
 
 var fuzzNames = []string{"a", "b", "k", "name"}
 
-func fuzzLocation(s *fuzzobjects.Source) string {
+func fuzzLocation(s *fuzzobjectstest.Source) string {
 	var nodes []path.Node
 	depth := 1 + s.Next(4)
 	for i := 0; i < depth; i++ {
@@ -56,7 +57,7 @@ func fuzzLocation(s *fuzzobjects.Source) string {
 	return path.Path{Nodes: nodes}.String()
 }
 
-func fuzzValue(s *fuzzobjects.Source, depth int) any {
+func fuzzValue(s *fuzzobjectstest.Source, depth int) any {
 	switch s.Next(6) {
 	case 0:
 		return "x"
@@ -87,17 +88,17 @@ func fuzzValue(s *fuzzobjects.Source, depth int) any {
 
 var fuzzApplyTo = []mutationsv1.ApplyTo{{Groups: []string{""}, Versions: []string{"v1"}, Kinds: []string{"Pod"}}}
 
-func fuzzMutator(s *fuzzobjects.Source, i int) *Mutator {
+func fuzzMutator(s *fuzzobjectstest.Source, i int) *Mutator {
 	meta := metav1.ObjectMeta{Name: "m" + string(rune('a'+i))}
 	loc := fuzzLocation(s)
-	tests := fuzzobjects.PathTests(s, loc)
+	tests := fuzzobjectstest.PathTests(s, loc)
 	var m *Mutator
 	switch s.Next(4) {
 	case 0:
 		m, _ = newAssign(&mutationsv1.Assign{ObjectMeta: meta, Spec: mutationsv1.AssignSpec{ApplyTo: fuzzApplyTo, Location: loc,
 			Parameters: mutationsv1.AssignParameters{PathTests: tests, Assign: mutationsv1.AssignField{Value: &mutationsv1.Value{Value: fuzzValue(s, 0)}}}}})
 	case 1:
-		m, _ = newModifySet(fuzzobjects.ModifySet(s, meta, fuzzApplyTo, loc, tests, func() any { return fuzzValue(s, 1) }))
+		m, _ = newModifySet(fuzzobjectstest.ModifySet(s, meta, fuzzApplyTo, loc, tests, func() any { return fuzzValue(s, 1) }))
 	case 2:
 		m, _ = newAssignImage(&mutationsv1alpha1.AssignImage{ObjectMeta: meta, Spec: mutationsv1.AssignImageSpec{ApplyTo: fuzzApplyTo, Location: loc,
 			Parameters: mutationsv1.AssignImageParameters{PathTests: tests, AssignDomain: []string{"", "r.io"}[s.Next(2)], AssignTag: ":v1"}}})
@@ -151,7 +152,7 @@ func FuzzSystem(f *testing.F) {
 	})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		inputs.Add(1)
-		s := fuzzobjects.NewSource(data)
+		s := fuzzobjectstest.NewSource(data)
 		var ms []*Mutator
 		for i := s.Next(6); i >= 0; i-- {
 			if m := fuzzMutator(s, i); m != nil {
@@ -173,7 +174,7 @@ func FuzzSystem(f *testing.F) {
 		// The object's labels, as the plugin gives them.
 		target.Labels = UnstructuredLabels(o)
 		cands := sys.Candidates(target.GVK, OperationCreate)
-		res, err := Mutate(cands, o, target)
+		res, err := Mutate(cands, &unstructured.Unstructured{Object: o}, target, Options{})
 		if err != nil {
 			explainError(t, err, cands, o)
 			return
@@ -185,7 +186,7 @@ func FuzzSystem(f *testing.F) {
 		before := deepCopyJSON(o)
 		again := podTarget()
 		again.Labels = UnstructuredLabels(o)
-		res2, err := Mutate(cands, o, again)
+		res2, err := Mutate(cands, &unstructured.Unstructured{Object: o}, again, Options{})
 		if err != nil {
 			t.Fatalf("second run failed: %v", err)
 		}

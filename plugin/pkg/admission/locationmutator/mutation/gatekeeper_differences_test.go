@@ -26,6 +26,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
@@ -95,7 +96,7 @@ func TestGatekeeperDifferences(t *testing.T) {
 				if tc.Floats {
 					o = floatObject(t, before)
 				}
-				res, err := Mutate(candidates, o, target())
+				res, err := Mutate(candidates, &unstructured.Unstructured{Object: o}, target(), Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -105,7 +106,7 @@ func TestGatekeeperDifferences(t *testing.T) {
 
 			t.Run("typed", func(t *testing.T) {
 				pod := podFromYAML(t, before)
-				res, err := MutateTyped(candidates, pod, target())
+				res, err := Mutate(candidates, pod, target(), Options{})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictdecode"
+	"github.com/admitkit/admitkit/plugin/internal/strictdecode"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 )
 

@@ -25,7 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictdecode"
+	"github.com/admitkit/admitkit/plugin/internal/strictdecode"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 )
 

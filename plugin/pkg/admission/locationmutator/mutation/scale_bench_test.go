@@ -22,8 +22,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/scalebench"
+	"github.com/admitkit/admitkit/plugin/internal/scalebenchtest"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 )
 
@@ -44,7 +45,7 @@ func modifySet(b *testing.B, location, op string, values []any) *Mutator {
 // merged and pruned on an unstructured object, and merged into a typed
 // container's args.
 func BenchmarkModifySetScale(b *testing.B) {
-	for _, n := range scalebench.Sizes {
+	for _, n := range scalebenchtest.Sizes {
 		list := make([]any, n)
 		values := make([]any, n)
 		args := make([]string, n)
@@ -58,14 +59,14 @@ func BenchmarkModifySetScale(b *testing.B) {
 		// list is full (len == cap): a merge appends to a new array and
 		// leaves it as it is for the next round.
 		b.Run(fmt.Sprintf("merge/items-%d", n), func(b *testing.B) {
-			scalebench.PerItem(b, n, func() {
+			scalebenchtest.PerItem(b, n, func() {
 				if changed, err := merge.mutate(map[string]any{"spec": map[string]any{"args": list}}, requestMeta{}); err != nil || !changed {
 					b.Fatal(changed, err)
 				}
 			})
 		})
 		b.Run(fmt.Sprintf("prune/items-%d", n), func(b *testing.B) {
-			scalebench.PerItem(b, n, func() {
+			scalebenchtest.PerItem(b, n, func() {
 				if changed, err := prune.mutate(map[string]any{"spec": map[string]any{"args": list}}, requestMeta{}); err != nil || !changed {
 					b.Fatal(changed, err)
 				}
@@ -75,9 +76,9 @@ func BenchmarkModifySetScale(b *testing.B) {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}
 		target := typedTarget(pod, podTarget().GVK)
 		b.Run(fmt.Sprintf("typed-merge/items-%d", n), func(b *testing.B) {
-			scalebench.PerItem(b, n, func() {
+			scalebenchtest.PerItem(b, n, func() {
 				pod.Spec.Containers[0].Args = args
-				if res, err := MutateTyped([]*Mutator{typed}, pod, target); err != nil || !res.Mutated() {
+				if res, err := Mutate([]*Mutator{typed}, pod, target, Options{}); err != nil || !res.Mutated() {
 					b.Fatal(res, err)
 				}
 			})
@@ -100,7 +101,7 @@ func containersObject(n int) map[string]any {
 // that must not exist, which stops the walk), and every element through
 // a glob.
 func BenchmarkKeyedListScale(b *testing.B) {
-	for _, n := range scalebench.Sizes {
+	for _, n := range scalebenchtest.Sizes {
 		o := containersObject(n)
 		last := fmt.Sprintf("spec.containers[name: c%d]", n-1)
 		cases := map[string]*Mutator{
@@ -113,7 +114,7 @@ func BenchmarkKeyedListScale(b *testing.B) {
 		for _, name := range []string{"keyed", "keyed-mustexist", "keyed-mustnotexist", "glob", "glob-mustexist-policy"} {
 			m := cases[name]
 			b.Run(fmt.Sprintf("%s/items-%d", name, n), func(b *testing.B) {
-				scalebench.PerItem(b, n, func() {
+				scalebenchtest.PerItem(b, n, func() {
 					if changed, err := m.mutate(o, requestMeta{}); err != nil || changed {
 						b.Fatal(changed, err)
 					}
@@ -127,7 +128,7 @@ func BenchmarkKeyedListScale(b *testing.B) {
 // label (taken away again after each round) and finding another already
 // set; and the whole system, whose passes read the labels again.
 func BenchmarkAssignMetadataScale(b *testing.B) {
-	for _, n := range scalebench.Sizes {
+	for _, n := range scalebenchtest.Sizes {
 		labels := map[string]any{}
 		annotations := map[string]any{}
 		for i := 0; i < n; i++ {
@@ -143,7 +144,7 @@ func BenchmarkAssignMetadataScale(b *testing.B) {
 		}
 		target := podTarget()
 		b.Run(fmt.Sprintf("add/items-%d", n), func(b *testing.B) {
-			scalebench.PerItem(b, n, func() {
+			scalebenchtest.PerItem(b, n, func() {
 				if changed, err := add.mutate(o, requestMeta{}); err != nil || !changed {
 					b.Fatal(changed, err)
 				}
@@ -151,16 +152,16 @@ func BenchmarkAssignMetadataScale(b *testing.B) {
 			})
 		})
 		b.Run(fmt.Sprintf("present/items-%d", n), func(b *testing.B) {
-			scalebench.PerItem(b, n, func() {
+			scalebenchtest.PerItem(b, n, func() {
 				if changed, err := present.mutate(o, requestMeta{}); err != nil || changed {
 					b.Fatal(changed, err)
 				}
 			})
 		})
 		b.Run(fmt.Sprintf("system/items-%d", n), func(b *testing.B) {
-			scalebench.PerItem(b, n, func() {
+			scalebenchtest.PerItem(b, n, func() {
 				target.Labels = nil
-				if res, err := Mutate(sys.Candidates(target.GVK, OperationCreate), o, target); err != nil || !res.Mutated() {
+				if res, err := Mutate(sys.Candidates(target.GVK, OperationCreate), &unstructured.Unstructured{Object: o}, target, Options{}); err != nil || !res.Mutated() {
 					b.Fatal(res, err)
 				}
 				delete(labels, "owner")
@@ -181,14 +182,14 @@ func assignMetadata(b *testing.B, location, value string) *Mutator {
 // Loading n mutators that agree on the schema of spec.containers, and one
 // that uses it as an object instead: n conflicts, each reported once.
 func BenchmarkSchemaConflictsScale(b *testing.B) {
-	for _, n := range scalebench.Sizes {
+	for _, n := range scalebenchtest.Sizes {
 		ms := make([]*Mutator, 0, n+1)
 		for i := 0; i < n; i++ {
 			ms = append(ms, assign(b, fmt.Sprintf("env-%05d", i), fmt.Sprintf("spec.containers[name: *].env[name: V%d].value", i), "x"))
 		}
 		ms = append(ms, assign(b, "object", "spec.containers.count", "1"))
 		b.Run(fmt.Sprintf("items-%d", n), func(b *testing.B) {
-			scalebench.PerItem(b, n, func() {
+			scalebenchtest.PerItem(b, n, func() {
 				if _, err := NewSystem(ms); err == nil {
 					b.Fatal("no conflict reported")
 				}
@@ -244,7 +245,7 @@ func BenchmarkConflictsWith(b *testing.B) {
 // this is linear (the merge), and ns/item is what each mutator adds to
 // that first request.
 func BenchmarkFirstRequestAfterChange(b *testing.B) {
-	for _, n := range scalebench.Sizes {
+	for _, n := range scalebenchtest.Sizes {
 		builder := NewBuilder()
 		builder.Add(assign(b, "pod", "spec.x", "1"))
 		labels := make([]*Mutator, n)
@@ -256,7 +257,7 @@ func BenchmarkFirstRequestAfterChange(b *testing.B) {
 		target := podTarget()
 		b.Run(fmt.Sprintf("items-%d", n), func(b *testing.B) {
 			i := 0
-			scalebench.PerItem(b, n, func() {
+			scalebenchtest.PerItem(b, n, func() {
 				if i++; i%2 == 0 {
 					builder.Add(edited)
 				} else {

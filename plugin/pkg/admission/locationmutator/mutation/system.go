@@ -23,11 +23,13 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/objectname"
+	"github.com/admitkit/admitkit/plugin/internal/objectname"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/internal/btree"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 )
@@ -256,8 +258,8 @@ type Result struct {
 	Passes int
 	// ExternalValues are the values written from external data providers'
 	// answers (or their failure policies), sorted, for the reports of
-	// mutators in Warn and Audit mode. MutateWithExternal's caller fills
-	// it from External.WrittenValues.
+	// mutators in Warn and Audit mode. Mutate's caller fills it from
+	// External.WrittenValues.
 	ExternalValues []string
 }
 
@@ -281,11 +283,29 @@ func (r Result) Mutated() bool { return len(r.Applied) > 0 }
 // and leaves them as Gatekeeper's deep comparison would, one pass later.
 // t.Labels are obj's labels, as the plugin reads them from it; they are
 // refreshed from obj on every pass after the first.
-func Mutate(candidates []*Mutator, obj map[string]any, t *match.Target) (Result, error) {
-	return mutateJSON(candidates, obj, t, nil)
+//
+// obj is either an *unstructured.Unstructured, whose map is changed (custom
+// resources, and any object a host holds in that form), or a pointer to a
+// versioned API struct, changed in place by reflection (mutateTyped says
+// how the two agree). It is the one entry point: every host and form goes
+// through it, with what the request adds in opts.
+func Mutate(candidates []*Mutator, obj runtime.Object, t *match.Target, opts Options) (Result, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok && u != nil {
+		return mutateJSON(candidates, u.Object, t, opts.External)
+	}
+	return mutateTyped(candidates, obj, t, opts.External)
 }
 
-// mutateJSON is Mutate with the request's external data (nil for none).
+// Options are what a request brings to Mutate besides the object. The zero
+// value runs the mutators without external data.
+type Options struct {
+	// External is the request's external data (NewExternal), kept across
+	// its rounds of provider calls. When nil, a mutator that asks a
+	// provider fails, and its failure policy decides.
+	External *External
+}
+
+// mutateJSON is Mutate on an unstructured map.
 func mutateJSON(candidates []*Mutator, obj map[string]any, t *match.Target, ext *External) (Result, error) {
 	sc := jsonScratches.Get().(*jsonScratch)
 	defer sc.release()
@@ -294,7 +314,7 @@ func mutateJSON(candidates []*Mutator, obj map[string]any, t *match.Target, ext 
 }
 
 // mutable is an object the system mutates: an unstructured map, or a typed
-// object (MutateTyped).
+// object (mutateTyped).
 type mutable interface {
 	// apply runs m once.
 	apply(m *Mutator, md requestMeta) (effect, error)

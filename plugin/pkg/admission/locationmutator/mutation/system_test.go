@@ -23,6 +23,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -68,7 +69,7 @@ spec:
 	}
 	o := obj(t, `{metadata: {name: web}, spec: {containers: [{name: app}]}}`)
 	tg := podTarget()
-	res, err := Mutate(s.Candidates(tg.GVK, OperationCreate), o, tg)
+	res, err := Mutate(s.Candidates(tg.GVK, OperationCreate), &unstructured.Unstructured{Object: o}, tg, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ spec:
 	if res.Passes != 2 || len(res.Applied) != 4 {
 		t.Fatalf("passes %d applied %v", res.Passes, IDs(res.Applied))
 	}
-	res, err = Mutate(s.Candidates(tg.GVK, OperationCreate), o, podTarget())
+	res, err = Mutate(s.Candidates(tg.GVK, OperationCreate), &unstructured.Unstructured{Object: o}, podTarget(), Options{})
 	if err != nil || res.Mutated() || res.Passes != 1 {
 		t.Fatalf("second admission: %+v %v", res, err)
 	}
@@ -115,7 +116,7 @@ func TestSystemLabelsAreReadEachPass(t *testing.T) {
 	s := mustSystem(t, label, m)
 	o := obj(t, `{metadata: {name: web}, spec: {}}`)
 	tg := podTarget()
-	if _, err := Mutate(s.Candidates(tg.GVK, OperationCreate), o, tg); err != nil {
+	if _, err := Mutate(s.Candidates(tg.GVK, OperationCreate), &unstructured.Unstructured{Object: o}, tg, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	equalYAML(t, o, `{metadata: {name: web, labels: {team: a}}, spec: {priorityClassName: team-a}}`)
@@ -126,7 +127,7 @@ func TestSystemFightConvergesLikeGatekeeper(t *testing.T) {
 	// detection; the later one (by name) wins and the object converges.
 	s := mustSystem(t, assign(t, "one", "spec.x", "1"), assign(t, "two", "spec.x", "2"))
 	o := obj(t, `spec: {}`)
-	res, err := Mutate(s.Candidates(podTarget().GVK, OperationCreate), o, podTarget())
+	res, err := Mutate(s.Candidates(podTarget().GVK, OperationCreate), &unstructured.Unstructured{Object: o}, podTarget(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestSystemNonConvergence(t *testing.T) {
 	tg := podTarget()
 	tg.GVK = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	tg.Name, tg.GenerateName = "", "web-"
-	_, err := Mutate(s.Candidates(tg.GVK, OperationCreate), obj(t, `spec: {}`), tg)
+	_, err := Mutate(s.Candidates(tg.GVK, OperationCreate), &unstructured.Unstructured{Object: obj(t, `spec: {}`)}, tg, Options{})
 	if !errors.Is(err, ErrNotConverging) {
 		t.Fatalf("error %v, want ErrNotConverging", err)
 	}
@@ -164,7 +165,7 @@ func TestSystemNonConvergence(t *testing.T) {
 
 func TestSystemErrorsNameTheObject(t *testing.T) {
 	s := mustSystem(t, assign(t, "a", "spec.containers[name: *].image", "x"))
-	_, err := Mutate(s.Candidates(podTarget().GVK, OperationCreate), obj(t, `spec: {containers: 3}`), podTarget())
+	_, err := Mutate(s.Candidates(podTarget().GVK, OperationCreate), &unstructured.Unstructured{Object: obj(t, `spec: {containers: 3}`)}, podTarget(), Options{})
 	if err == nil || !strings.Contains(err.Error(), "Pod default/web") || !strings.Contains(err.Error(), "Assign/a") {
 		t.Fatalf("error %v", err)
 	}

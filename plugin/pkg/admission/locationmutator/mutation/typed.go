@@ -29,7 +29,45 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 )
 
-// MutateTyped is Mutate on a typed object (a pointer to a versioned API
+// The typed adapter gives the walker (walk.go: object, slot, list) a
+// typed object as if it were its unstructured form. Which Go type stands
+// for which JSON shape (jsonShapes in typed_fields.go decides), and which
+// of the adapter's types walks it:
+//
+//	Go type                              JSON shape            walked as
+//	-----------------------------------  --------------------  ----------------------------
+//	pointer to the object's struct       object                typedRoot (mutable)
+//	struct                               object                structObject (object)
+//	*struct                              object, or null       structObject behind a typedField
+//	a struct's json field                member of an object   typedField (slot)
+//	map[string]T                         object of any keys    typedMap (object)
+//	one key of such a map                member of that object typedMapEntry (slot)
+//	[]T                                  list                  typedList (list)
+//	bool, string, integers, floats       scalar                a slot's value
+//	*bool, *string, *int64, ...          scalar, or null       a slot's value
+//	Quantity, IntOrString, Time,         the type's own form   a slot's value, compared
+//	RawExtension                         (its marshaller's)    as the type holds it
+//	a field the type does not have       nothing               absentField, absentObject,
+//	                                                           absentList (writes dropped)
+//	an unset field that holds neither    object or list, to    misfitObject, misfitList (an
+//	an object nor a list (string, ...)   Gatekeeper            error once written into)
+//	interfaces, maps of other keys       a value the walker    a slot's value, read and
+//	                                     does not go into      written whole
+var (
+	_ mutable = (*typedRoot)(nil)
+	_ object  = (*structObject)(nil)
+	_ object  = (*typedMap)(nil)
+	_ object  = absentObject{}
+	_ slot    = (*typedField)(nil)
+	_ slot    = (*typedMapEntry)(nil)
+	_ slot    = absentField{}
+	_ list    = (*typedList)(nil)
+	_ list    = absentList{}
+	_ object  = misfitObject{}
+	_ list    = misfitList{}
+)
+
+// mutateTyped is Mutate on a typed object (a pointer to a versioned API
 // struct), changed in place by reflection, so that a Pod need not be
 // converted to its unstructured form and back on every request.
 //
@@ -45,10 +83,6 @@ import (
 // no value, as the decoder drops it; and values are compared as the type
 // holds them, so a write that reads as before (an empty string into an
 // omitempty field, 1024Mi over 1Gi) is not a change.
-func MutateTyped(candidates []*Mutator, obj runtime.Object, t *match.Target) (Result, error) {
-	return mutateTyped(candidates, obj, t, nil)
-}
-
 func mutateTyped(candidates []*Mutator, obj runtime.Object, t *match.Target, ext *External) (Result, error) {
 	ptr := reflect.ValueOf(obj)
 	if ptr.Kind() != reflect.Pointer || ptr.IsNil() || typeInfoOf(ptr.Type().Elem()).shape != shapeObject {

@@ -32,7 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/fuzzobjects"
+	"github.com/admitkit/admitkit/plugin/fuzzobjectstest"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	mutationsv1alpha1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
@@ -40,7 +40,7 @@ import (
 
 // On a typed object the walker must do what it does on the object's
 // unstructured form decoded back after every mutator (decodedEachTime),
-// for the pods, deployments and mutators of package fuzzobjects.
+// for the pods, deployments and mutators of package fuzzobjectstest.
 
 func typedTarget(obj runtime.Object, gvk schema.GroupVersionKind) *match.Target {
 	a := obj.(metav1.Object)
@@ -49,11 +49,11 @@ func typedTarget(obj runtime.Object, gvk schema.GroupVersionKind) *match.Target 
 
 type diffStats struct{ same, mutated, errored, misfits, fights int }
 
-// decodedEachTime is what MutateTyped must do, the slow way: the object is
-// converted to its unstructured form, the walker runs there, and the result
-// is decoded back into the type after every mutator, as kube-apiserver
-// decodes the object a webhook returns. A mutator changed it when its form
-// is then different.
+// decodedEachTime is what Mutate must do on a typed object, the slow way:
+// the object is converted to its unstructured form, the walker runs there,
+// and the result is decoded back into the type after every mutator, as
+// kube-apiserver decodes the object a webhook returns. A mutator changed it
+// when its form is then different.
 type decodedEachTime struct {
 	obj runtime.Object
 }
@@ -106,14 +106,14 @@ func (o *decodedEachTime) same(snapshot any) (bool, error) {
 	return jsonEqual(snapshot, now), err
 }
 
-// checkTypedEquivalence runs cands on obj with MutateTyped and with the
+// checkTypedEquivalence runs cands on obj typed, with Mutate, and with the
 // model, and fails t on any difference but the documented one: a value the
 // field cannot hold is refused by name on the typed object, where the
 // decoder may cut it silently.
 func checkTypedEquivalence(t testing.TB, cands []*Mutator, orig runtime.Object, gvk schema.GroupVersionKind, st *diffStats) {
 	t.Helper()
 	typed := orig.DeepCopyObject()
-	tres, terr := MutateTyped(cands, typed, typedTarget(orig, gvk))
+	tres, terr := Mutate(cands, typed, typedTarget(orig, gvk), Options{})
 	model := orig.DeepCopyObject()
 	mres, merr := run(cands, &decodedEachTime{model}, typedTarget(orig, gvk), nil, nil)
 
@@ -165,14 +165,14 @@ func checkTypedEquivalence(t testing.TB, cands []*Mutator, orig runtime.Object, 
 }
 
 func typedCase(data []byte) ([]*Mutator, runtime.Object, schema.GroupVersionKind, bool) {
-	s := fuzzobjects.NewSource(data)
-	obj := fuzzobjects.TypedObject(s)
+	s := fuzzobjectstest.NewSource(data)
+	obj := fuzzobjectstest.TypedObject(s)
 	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	_, deploy := obj.(*appsv1.Deployment)
 	if deploy {
 		gvk = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 	}
-	g := &fuzzobjects.Mutators{Source: s, Deployment: deploy}
+	g := &fuzzobjectstest.Mutators{Source: s, Deployment: deploy}
 	var ms []*Mutator
 	for i := s.Next(6); i >= 0; i-- {
 		if m := compile(g.Mutator(i)); m != nil {
@@ -186,7 +186,7 @@ func typedCase(data []byte) ([]*Mutator, runtime.Object, schema.GroupVersionKind
 	return sys.Candidates(gvk, OperationCreate), obj, gvk, true
 }
 
-// compile is the mutator of a manifest fuzzobjects made, or nil where
+// compile is the mutator of a manifest fuzzobjectstest made, or nil where
 // the manifest is one the server refuses.
 func compile(manifest any) *Mutator {
 	var m *Mutator
@@ -388,7 +388,7 @@ func TestTypedEdges(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := testPod()
-			res, err := MutateTyped(tt.ms, pod, typedTarget(pod, podTarget().GVK))
+			res, err := Mutate(tt.ms, pod, typedTarget(pod, podTarget().GVK), Options{})
 			if (err != nil) != (tt.wantErr != "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("error %v, want %q", err, tt.wantErr)
 			}
@@ -405,11 +405,11 @@ func TestTypedEdges(t *testing.T) {
 	m := mustDecode(t, podMutator(mutationsv1.KindAssign, "a", "spec.hostname", "{assign: {fromMetadata: {field: name}}}"))
 	pod := testPod()
 	pod.Name, pod.GenerateName = "", "web-"
-	if res, err := MutateTyped([]*Mutator{m}, pod, typedTarget(pod, podTarget().GVK)); err != nil || res.Mutated() {
+	if res, err := Mutate([]*Mutator{m}, pod, typedTarget(pod, podTarget().GVK), Options{}); err != nil || res.Mutated() {
 		t.Fatalf("error %v, result %+v", err, res)
 	}
 	pod.Name = "web"
-	if _, err := MutateTyped([]*Mutator{m}, pod, typedTarget(pod, podTarget().GVK)); err != nil || pod.Spec.Hostname != "web" {
+	if _, err := Mutate([]*Mutator{m}, pod, typedTarget(pod, podTarget().GVK), Options{}); err != nil || pod.Spec.Hostname != "web" {
 		t.Fatalf("error %v, hostname %q", err, pod.Spec.Hostname)
 	}
 }
@@ -424,7 +424,7 @@ func TestMutateTypedConcurrently(t *testing.T) {
 		mustDecode(t, podMutator(mutationsv1.KindModifySet, "c", "spec.containers[name:*].args", "{values: {fromList: [-x]}}")),
 	}
 	want := testPod()
-	if _, err := MutateTyped(ms, want, typedTarget(want, podTarget().GVK)); err != nil {
+	if _, err := Mutate(ms, want, typedTarget(want, podTarget().GVK), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -435,7 +435,7 @@ func TestMutateTypedConcurrently(t *testing.T) {
 			defer wg.Done()
 			for range 50 {
 				pod := testPod()
-				if _, err := MutateTyped(ms, pod, typedTarget(pod, podTarget().GVK)); err != nil {
+				if _, err := Mutate(ms, pod, typedTarget(pod, podTarget().GVK), Options{}); err != nil {
 					errs <- err
 					return
 				}

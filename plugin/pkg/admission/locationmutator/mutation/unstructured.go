@@ -31,7 +31,7 @@ type requestMeta struct {
 	// makes them on every use.
 	values *metaValues
 	// external holds the request's external data, nil where there is
-	// none (MutateWithExternal).
+	// none (Options.External).
 	external *External
 }
 

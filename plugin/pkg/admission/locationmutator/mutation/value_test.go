@@ -26,7 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/fuzzobjects"
+	"github.com/admitkit/admitkit/plugin/fuzzobjectstest"
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 )
 
@@ -34,7 +34,7 @@ import (
 // apart or not: one number in several Go types (80, 80.0, float32, uint64),
 // -0, NaN, infinities, integers past 2^53 and 2^63, null against an empty
 // or nil object or list, and types that are not JSON at all.
-func keyValue(s *fuzzobjects.Source, depth int) any {
+func keyValue(s *fuzzobjectstest.Source, depth int) any {
 	numbers := []any{
 		int64(0), 0.0, math.Copysign(0, -1), int64(1), 1, int32(1), uint8(1), 1.0, float32(1), uint64(1),
 		1.5, float32(1.5), math.NaN(), math.Inf(1), math.Inf(-1),
@@ -136,7 +136,7 @@ func referenceModifySet(m *Mutator, cur any, exists bool) (any, bool) {
 }
 
 func checkKeysAndModifySet(t *testing.T, data []byte) {
-	s := fuzzobjects.NewSource(data)
+	s := fuzzobjectstest.NewSource(data)
 	a, b := keyValue(s, 0), keyValue(s, 0)
 	sameKeyAsEqual(t, a, b)
 	sameKeyAsEqual(t, a, deepCopyJSON(a))

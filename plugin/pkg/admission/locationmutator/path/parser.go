@@ -22,59 +22,60 @@ import (
 	"strconv"
 )
 
-// Sentinel errors of Parse, for errors.Is. Only the first problem in a
-// string is reported.
+// Sentinel errors of Parse, which its tests tell apart with errors.Is; no
+// caller outside the package does, so they stay unexported. Only the first
+// problem in a string is reported.
 var (
-	// ErrUnexpectedToken is a token the grammar does not allow where it
+	// errUnexpectedToken is a token the grammar does not allow where it
 	// appears; scanner errors (bad characters, unterminated strings) are
 	// reported this way too.
-	ErrUnexpectedToken = errors.New("unexpected token")
-	// ErrTrailingSeparator is a path ending in `.`.
-	ErrTrailingSeparator = errors.New("trailing separator")
-	// ErrInvalidInteger is a list key value that does not fit in an int64.
-	ErrInvalidInteger = errors.New("invalid integer")
+	errUnexpectedToken = errors.New("unexpected token")
+	// errTrailingSeparator is a path ending in `.`.
+	errTrailingSeparator = errors.New("trailing separator")
+	// errInvalidInteger is a list key value that does not fit in an int64.
+	errInvalidInteger = errors.New("invalid integer")
 )
 
 type parser struct {
-	s   *Scanner
-	tok Token
+	s   *scanner
+	tok token
 }
 
-func (p *parser) advance() { p.tok = p.s.Next() }
+func (p *parser) advance() { p.tok = p.s.next() }
 
-func unexpected(got Token, want string) error {
-	return fmt.Errorf("%w: expected %s, got %s", ErrUnexpectedToken, want, got)
+func unexpected(got token, want string) error {
+	return fmt.Errorf("%w: expected %s, got %s", errUnexpectedToken, want, got)
 }
 
 // Parse reads a location string. An empty (or all-blank) string gives a Path
 // with no nodes and no error; callers that need a location reject it.
 func Parse(s string) (Path, error) {
-	p := &parser{s: NewScanner(s)}
+	p := &parser{s: newScanner(s)}
 	p.advance()
-	if p.tok.Kind == EOF {
+	if p.tok.kind == tokEOF {
 		return Path{}, nil
 	}
 	var nodes []Node
 	for {
-		if p.tok.Kind != Ident {
+		if p.tok.kind != tokIdent {
 			return Path{}, unexpected(p.tok, "a field name")
 		}
-		nodes = append(nodes, Object{Reference: p.tok.Text})
+		nodes = append(nodes, Object{Reference: p.tok.text})
 		p.advance()
-		if p.tok.Kind == LBracket {
+		if p.tok.kind == tokLBracket {
 			l, err := p.list()
 			if err != nil {
 				return Path{}, err
 			}
 			nodes = append(nodes, l)
 		}
-		switch p.tok.Kind {
-		case EOF:
+		switch p.tok.kind {
+		case tokEOF:
 			return Path{Nodes: nodes}, nil
-		case Separator:
+		case tokSeparator:
 			p.advance()
-			if p.tok.Kind == EOF {
-				return Path{}, fmt.Errorf("%w: %q ends in %q", ErrTrailingSeparator, s, ".")
+			if p.tok.kind == tokEOF {
+				return Path{}, fmt.Errorf("%w: %q ends in %q", errTrailingSeparator, s, ".")
 			}
 		default:
 			return Path{}, unexpected(p.tok, `"." or EOF`)
@@ -86,31 +87,31 @@ func Parse(s string) (Path, error) {
 // token after `]`.
 func (p *parser) list() (List, error) {
 	p.advance()
-	if p.tok.Kind != Ident {
+	if p.tok.kind != tokIdent {
 		return List{}, unexpected(p.tok, "a key field")
 	}
-	l := List{KeyField: p.tok.Text}
+	l := List{KeyField: p.tok.text}
 	p.advance()
-	if p.tok.Kind != Colon {
+	if p.tok.kind != tokColon {
 		return List{}, unexpected(p.tok, `":"`)
 	}
 	p.advance()
-	switch p.tok.Kind {
-	case Glob:
+	switch p.tok.kind {
+	case tokGlob:
 		l.Glob = true
-	case Ident:
-		l.KeyValue = p.tok.Text
-	case Int:
-		n, err := strconv.ParseInt(p.tok.Text, 10, 64)
+	case tokIdent:
+		l.KeyValue = p.tok.text
+	case tokInt:
+		n, err := strconv.ParseInt(p.tok.text, 10, 64)
 		if err != nil {
-			return List{}, fmt.Errorf("%w: %s: %v", ErrInvalidInteger, p.tok.Text, err)
+			return List{}, fmt.Errorf("%w: %s: %v", errInvalidInteger, p.tok.text, err)
 		}
 		l.KeyValue = n
 	default:
 		return List{}, unexpected(p.tok, `a key value or "*"`)
 	}
 	p.advance()
-	if p.tok.Kind != RBracket {
+	if p.tok.kind != tokRBracket {
 		return List{}, unexpected(p.tok, `"]"`)
 	}
 	p.advance()

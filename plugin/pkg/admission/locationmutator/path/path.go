@@ -120,7 +120,7 @@ func needsQuotes(s string) bool {
 	for i := 0; i < len(s); i++ {
 		// Bytes, not runes: any non-ASCII byte is outside the bare set,
 		// which is exactly what makes non-ASCII names round-trip.
-		if !IsIdentChar(rune(s[i])) {
+		if !isIdentChar(rune(s[i])) {
 			return true
 		}
 	}

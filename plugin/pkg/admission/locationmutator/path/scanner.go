@@ -22,84 +22,85 @@ import (
 	"unicode/utf8"
 )
 
-// Kind is the class of a lexical token.
-type Kind int
+// tokenKind is the class of a lexical token.
+type tokenKind int
 
 // The token kinds of the location language.
 const (
-	// EOF marks the end of the input; the scanner keeps returning it.
-	EOF Kind = iota
-	// Error is an invalid character or an unterminated quoted string.
-	Error
-	// Ident is a bare identifier or any quoted string.
-	Ident
-	// Int is a run of decimal digits.
-	Int
-	// Separator is `.`.
-	Separator
-	// LBracket is `[`.
-	LBracket
-	// RBracket is `]`.
-	RBracket
-	// Glob is `*`.
-	Glob
-	// Colon is `:`.
-	Colon
+	// tokEOF marks the end of the input; the scanner keeps returning it.
+	tokEOF tokenKind = iota
+	// tokError is an invalid character or an unterminated quoted string.
+	tokError
+	// tokIdent is a bare identifier or any quoted string.
+	tokIdent
+	// tokInt is a run of decimal digits.
+	tokInt
+	// tokSeparator is `.`.
+	tokSeparator
+	// tokLBracket is `[`.
+	tokLBracket
+	// tokRBracket is `]`.
+	tokRBracket
+	// tokGlob is `*`.
+	tokGlob
+	// tokColon is `:`.
+	tokColon
 )
 
 var kindNames = [...]string{
-	EOF:       "EOF",
-	Error:     "ERROR",
-	Ident:     "IDENT",
-	Int:       "INT",
-	Separator: "SEPARATOR",
-	LBracket:  "LBRACKET",
-	RBracket:  "RBRACKET",
-	Glob:      "GLOB",
-	Colon:     "COLON",
+	tokEOF:       "EOF",
+	tokError:     "ERROR",
+	tokIdent:     "IDENT",
+	tokInt:       "INT",
+	tokSeparator: "SEPARATOR",
+	tokLBracket:  "LBRACKET",
+	tokRBracket:  "RBRACKET",
+	tokGlob:      "GLOB",
+	tokColon:     "COLON",
 }
 
 // String names the kind the way error messages show it.
-func (k Kind) String() string {
+func (k tokenKind) String() string {
 	if k < 0 || int(k) >= len(kindNames) {
 		return fmt.Sprintf("Kind(%d)", int(k))
 	}
 	return kindNames[k]
 }
 
-// Token is one lexical unit. Text is the unquoted, unescaped content for
-// Ident tokens, the digits for Int tokens and a description for Error tokens.
-type Token struct {
-	Kind Kind
-	Text string
+// token is one lexical unit. text is the unquoted, unescaped content for
+// tokIdent tokens, the digits for tokInt tokens and a description for
+// tokError tokens.
+type token struct {
+	kind tokenKind
+	text string
 }
 
 // String shows the token in error messages.
-func (t Token) String() string {
-	switch t.Kind {
-	case EOF:
+func (t token) String() string {
+	switch t.kind {
+	case tokEOF:
 		return "EOF"
-	case Error:
-		return fmt.Sprintf("ERROR(%s)", t.Text)
+	case tokError:
+		return fmt.Sprintf("ERROR(%s)", t.text)
 	default:
-		return fmt.Sprintf("%s(%q)", t.Kind, t.Text)
+		return fmt.Sprintf("%s(%q)", t.kind, t.text)
 	}
 }
 
-// Scanner splits a location string into tokens. It never fails: problems
-// become Error tokens so that the parser can report them with context.
-type Scanner struct {
+// scanner splits a location string into tokens. It never fails: problems
+// become tokError tokens so that the parser can report them with context.
+type scanner struct {
 	input string
 	pos   int
 }
 
-// NewScanner returns a Scanner over input.
-func NewScanner(input string) *Scanner {
-	return &Scanner{input: input}
+// newScanner returns a scanner over input.
+func newScanner(input string) *scanner {
+	return &scanner{input: input}
 }
 
-// IsIdentChar reports whether c may appear in a bare identifier.
-func IsIdentChar(c rune) bool {
+// isIdentChar reports whether c may appear in a bare identifier.
+func isIdentChar(c rune) bool {
 	return c == '_' || c == '-' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || isDigit(c)
 }
 
@@ -107,18 +108,18 @@ func isDigit(c rune) bool { return c >= '0' && c <= '9' }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
-// Next returns the next token, or EOF once the input is used up.
-func (s *Scanner) Next() Token {
+// next returns the next token, or tokEOF once the input is used up.
+func (s *scanner) next() token {
 	for s.pos < len(s.input) && isSpace(s.input[s.pos]) {
 		s.pos++
 	}
 	if s.pos >= len(s.input) {
-		return Token{Kind: EOF}
+		return token{kind: tokEOF}
 	}
 	c := s.input[s.pos]
 	if k, ok := punctuation(c); ok {
 		s.pos++
-		return Token{Kind: k, Text: s.input[s.pos-1 : s.pos]}
+		return token{kind: k, text: s.input[s.pos-1 : s.pos]}
 	}
 	if c == '"' || c == '\'' {
 		return s.quoted(c)
@@ -130,40 +131,40 @@ func (s *Scanner) Next() Token {
 		for s.pos < len(s.input) && isDigit(rune(s.input[s.pos])) {
 			s.pos++
 		}
-		return Token{Kind: Int, Text: s.input[start:s.pos]}
+		return token{kind: tokInt, text: s.input[start:s.pos]}
 	}
-	if IsIdentChar(rune(c)) {
+	if isIdentChar(rune(c)) {
 		start := s.pos
-		for s.pos < len(s.input) && IsIdentChar(rune(s.input[s.pos])) {
+		for s.pos < len(s.input) && isIdentChar(rune(s.input[s.pos])) {
 			s.pos++
 		}
-		return Token{Kind: Ident, Text: s.input[start:s.pos]}
+		return token{kind: tokIdent, text: s.input[start:s.pos]}
 	}
 	r, size := utf8.DecodeRuneInString(s.input[s.pos:])
 	s.pos += size
-	return Token{Kind: Error, Text: fmt.Sprintf("invalid character %q", r)}
+	return token{kind: tokError, text: fmt.Sprintf("invalid character %q", r)}
 }
 
 // punctuation returns the kind of a one-character token.
-func punctuation(c byte) (Kind, bool) {
+func punctuation(c byte) (tokenKind, bool) {
 	switch c {
 	case '.':
-		return Separator, true
+		return tokSeparator, true
 	case '[':
-		return LBracket, true
+		return tokLBracket, true
 	case ']':
-		return RBracket, true
+		return tokRBracket, true
 	case '*':
-		return Glob, true
+		return tokGlob, true
 	case ':':
-		return Colon, true
+		return tokColon, true
 	}
-	return Error, false
+	return tokError, false
 }
 
 // quoted reads a string opened by quote. A backslash takes the next character
 // literally (there are no \n-style escapes), which keeps quoting reversible.
-func (s *Scanner) quoted(quote byte) Token {
+func (s *scanner) quoted(quote byte) token {
 	s.pos++ // opening quote
 	var b strings.Builder
 	for s.pos < len(s.input) {
@@ -171,7 +172,7 @@ func (s *Scanner) quoted(quote byte) Token {
 		switch c {
 		case quote:
 			s.pos++
-			return Token{Kind: Ident, Text: b.String()}
+			return token{kind: tokIdent, text: b.String()}
 		case '\\':
 			s.pos++
 			if s.pos < len(s.input) {
@@ -184,5 +185,5 @@ func (s *Scanner) quoted(quote byte) Token {
 			s.pos++
 		}
 	}
-	return Token{Kind: Error, Text: "unterminated string"}
+	return token{kind: tokError, text: "unterminated string"}
 }

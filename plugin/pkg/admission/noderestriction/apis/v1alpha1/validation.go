@@ -21,8 +21,11 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/admitkit/admitkit/plugin/internal/strictdecode"
 )
 
 // Validate checks a configuration: its apiVersion, kind and lookups, that
@@ -35,13 +38,7 @@ func (c *Configuration) Validate() field.ErrorList {
 	if c == nil {
 		return nil
 	}
-	var errs field.ErrorList
-	if c.APIVersion != APIVersion {
-		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), c.APIVersion, []string{APIVersion}))
-	}
-	if c.Kind != Kind {
-		errs = append(errs, field.NotSupported(field.NewPath("kind"), c.Kind, []string{Kind}))
-	}
+	errs := strictdecode.TypeErrors(c.TypeMeta, metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind})
 
 	switch c.Lookups {
 	case "", LookupsInformers, LookupsRequests:

@@ -32,7 +32,7 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/warnlimit"
+	"github.com/admitkit/admitkit/plugin/internal/warnlimit"
 )
 
 // modeWarn is the mode whose trials are also sent as warnings.

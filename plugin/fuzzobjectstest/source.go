@@ -14,14 +14,14 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package fuzzobjects turns fuzz input into the objects admitkit's plugins
+// Package fuzzobjectstest turns fuzz input into the objects admitkit's plugins
 // judge: pods, PodPresets and ClusterPodPresets, and LocationMutator
 // mutators, over small alphabets so that names, paths and values collide
 // often. It is for tests only: the plugins' fuzz targets and differential
 // tests, and test/integration's TestOfflineIsTheServer, which lives in the
 // test module and so cannot import a package under an internal directory
-// (as it imports noderestriction/cases for the same reason).
-package fuzzobjects
+// (as it imports plugin/noderestrictiontest for the same reason).
+package fuzzobjectstest
 
 // Source hands out small choices from fuzz input, then zeros.
 type Source struct{ b []byte }

@@ -16,7 +16,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package scalebench
+package scalebenchtest
 
 import (
 	"syscall"
@@ -24,8 +24,8 @@ import (
 	"time"
 )
 
-// cpuTime is the CPU time the process has used, in user and system mode.
-func cpuTime(b *testing.B) time.Duration {
+// CPUTime is the CPU time the process has used, in user and system mode.
+func CPUTime(b *testing.B) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)

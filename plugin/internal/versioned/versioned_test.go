@@ -25,7 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/admissiontest"
+	"github.com/admitkit/admitkit/plugin/internal/admissiontest"
 )
 
 // internalPod stands in for kube-apiserver's internal Pod: another Go type,

@@ -29,7 +29,7 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/warnlimit"
+	"github.com/admitkit/admitkit/plugin/internal/warnlimit"
 )
 
 type recorder struct{ got []string }

@@ -17,6 +17,7 @@ limitations under the License.
 package locationmutator
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,11 +33,19 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/admitkit/admitkit/plugin/pkg/admission/internal/strictdecode"
+	"github.com/admitkit/admitkit/plugin/internal/strictdecode"
 	externaldatav1beta1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/externaldata/v1beta1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/externaldata"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
+
+// External data, the plugin's side, all in this file: the Provider objects
+// it is configured with or watches, handed to the externaldata package's
+// resolver, which calls them; and the rounds of calls one request makes
+// between runs of its mutators. How a mutator reads and writes an answer
+// is mutation's (mutation/externaldata.go), which needs the walker's own
+// types.
 
 // providerKind is Gatekeeper's Provider, watched at its storage version.
 var providerKind = watchedKind{
@@ -141,15 +150,18 @@ func decodeProvider(data []byte) (*externaldatav1beta1.Provider, error) {
 }
 
 // watchLive follows the Provider objects until stop closes.
-func (ps *providers) watchLive(client dynamic.Interface, events eventSink, stop <-chan struct{}) {
+func (ps *providers) watchLive(client dynamic.Interface, events eventSink, stop <-chan struct{}) error {
 	ps.watch = newKindWatch(client, providerKind)
 	ps.events = events
-	_, _ = ps.watch.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := ps.watch.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { ps.publish() },
 		UpdateFunc: func(_, _ any) { ps.publish() },
 		DeleteFunc: func(any) { ps.publish() },
-	})
+	}); err != nil {
+		return fmt.Errorf("%s: watching %s: %w", PluginName, providerKind.kind, err)
+	}
 	go ps.watch.informer.Run(stop)
+	return nil
 }
 
 // synced reports whether the live providers, if any are followed, are
@@ -238,4 +250,105 @@ func mustJSON(u *unstructured.Unstructured) []byte {
 		return []byte("null")
 	}
 	return data
+}
+
+// maxExternalRounds bounds the rounds of provider calls one request makes:
+// a round's answers can move a later mutator to a new key, but no further
+// than this. Keys still unanswered then fail, and the failure policy
+// decides.
+const maxExternalRounds = 3
+
+// externalRequest is what answering externalData needs of a request: its
+// context, whose deadline bounds the calls, its attributes (the username,
+// the reinvocation context) and whether the run is a trial of a mutator in
+// Warn or Audit mode.
+type externalRequest struct {
+	ctx   context.Context
+	a     admission.Attributes
+	trial bool
+}
+
+// runWithExternal runs the mutators through run and, when some of them
+// ask for external data, answers their keys and runs them again: each
+// provider is called once per round with all of its keys, answered from
+// the cache where it can. A request no external-data mutator reaches
+// makes no call. failed is the mutators' failure; err is the request's
+// answer when the live providers are not known yet.
+func (p *Plugin) runWithExternal(xr externalRequest, candidates []*mutation.Mutator, run func(*mutation.External) (mutation.Result, error)) (res mutation.Result, failed, err error) {
+	if p.providers == nil || !slices.ContainsFunc(candidates, (*mutation.Mutator).UsesExternalData) {
+		res, failed = run(nil)
+		return res, failed, nil
+	}
+	ext := p.requestExternal(xr)
+	var all mutation.Result
+	for round := 1; ; round++ {
+		res, failed := run(ext)
+		all = mergeResults(candidates, all, res)
+		if failed != nil {
+			return all, failed, nil
+		}
+		want := ext.Wanted()
+		if len(want) == 0 {
+			all.ExternalValues = ext.WrittenValues()
+			return all, nil, nil
+		}
+		if !p.providers.synced() {
+			return all, nil, notSynced(xr.a)
+		}
+		ext.Add(p.providers.resolver.Resolve(xr.ctx, want))
+		if round >= maxExternalRounds {
+			ext.Finish()
+		}
+	}
+}
+
+// externalKey is where, in the request's reinvocation context, the
+// plugin keeps the request's external data: when kube-apiserver invokes
+// it again, a value it wrote from an answer is recognised as such, not
+// sent to the provider as a new key, and known answers are not asked for
+// again.
+const externalKey = PluginName + "/external-data"
+
+// requestExternal returns the request's external data, kept from an
+// earlier invocation when there was one. A trial (Warn or Audit) gets its
+// own, so that what it would write never counts as written.
+func (p *Plugin) requestExternal(xr externalRequest) *mutation.External {
+	username := ""
+	if u := xr.a.GetUserInfo(); u != nil {
+		username = u.GetName()
+	}
+	rc := xr.a.GetReinvocationContext()
+	if xr.trial || rc == nil {
+		return mutation.NewExternal(username)
+	}
+	if ext, ok := rc.Value(externalKey).(*mutation.External); ok {
+		return ext
+	}
+	ext := mutation.NewExternal(username)
+	rc.SetValue(externalKey, ext)
+	return ext
+}
+
+// mergeResults adds a later round's result to the earlier ones': the
+// mutators that changed the object, and those that reached their
+// location, in either, in run order, and the passes of both.
+func mergeResults(candidates []*mutation.Mutator, all, res mutation.Result) mutation.Result {
+	all.Applied = unionInRunOrder(candidates, all.Applied, res.Applied)
+	all.Reached = unionInRunOrder(candidates, all.Reached, res.Reached)
+	all.Passes += res.Passes
+	return all
+}
+
+// unionInRunOrder adds the mutators of add missing from ms, sorted in run
+// order.
+func unionInRunOrder(candidates []*mutation.Mutator, ms, add []*mutation.Mutator) []*mutation.Mutator {
+	for _, m := range add {
+		if !slices.Contains(ms, m) {
+			ms = append(ms, m)
+		}
+	}
+	slices.SortStableFunc(ms, func(x, y *mutation.Mutator) int {
+		return slices.Index(candidates, x) - slices.Index(candidates, y)
+	})
+	return ms
 }

@@ -21,14 +21,12 @@ import (
 	"fmt"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/externaldata"
-	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 )
 
 // Gatekeeper's externalData values: where the key comes from, and what a
@@ -92,8 +90,8 @@ func compileExternalData(e *mutationsv1.ExternalData, p *field.Path, listElement
 // requester's name and the providers' answers. A mutator that reaches its
 // location and finds no answer for its key yet writes nothing and notes
 // the key; the plugin then asks each provider once for all the keys noted
-// and runs the mutators again (MutateWithExternal), as many rounds as the
-// answers lead to new keys, up to a bound.
+// and runs the mutators again (Mutate with Options.External), as many
+// rounds as the answers lead to new keys, up to a bound.
 type External struct {
 	username string
 	answers  map[string]map[string]externaldata.Answer
@@ -267,14 +265,3 @@ func (m *Mutator) UsesExternalData() bool {
 }
 
 func (a assignment) externalRef() *externalRef { return a.external }
-
-// MutateWithExternal is Mutate with the external data of the request.
-func MutateWithExternal(candidates []*Mutator, obj map[string]any, t *match.Target, ext *External) (Result, error) {
-	return mutateJSON(candidates, obj, t, ext)
-}
-
-// MutateTypedWithExternal is MutateTyped with the external data of the
-// request.
-func MutateTypedWithExternal(candidates []*Mutator, obj runtime.Object, t *match.Target, ext *External) (Result, error) {
-	return mutateTyped(candidates, obj, t, ext)
-}

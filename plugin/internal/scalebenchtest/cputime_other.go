@@ -1,4 +1,4 @@
-//go:build unix
+//go:build !unix
 
 /*
 Copyright The admitkit Authors.
@@ -16,19 +16,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package webhook_test
+package scalebenchtest
 
 import (
-	"syscall"
 	"testing"
 	"time"
 )
 
-// cpuTime is the CPU time the process has used, in user and system mode.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+// CPUTime has no portable source outside Unix: the benchmarks there report
+// the wall time as the CPU time, which on an idle machine it nearly is.
+func CPUTime(b *testing.B) time.Duration { return b.Elapsed() }

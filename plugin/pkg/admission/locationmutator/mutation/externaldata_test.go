@@ -24,6 +24,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/externaldata"
@@ -131,10 +132,14 @@ func TestExternalDataFailurePolicies(t *testing.T) {
 				var run func(*External) (Result, error)
 				var obj map[string]any
 				if typed {
-					run = func(x *External) (Result, error) { return MutateTypedWithExternal([]*Mutator{m}, pod, podTarget(), x) }
+					run = func(x *External) (Result, error) {
+						return Mutate([]*Mutator{m}, pod, podTarget(), Options{External: x})
+					}
 				} else {
 					obj = toUnstructured(t, pod)
-					run = func(x *External) (Result, error) { return MutateWithExternal([]*Mutator{m}, obj, podTarget(), x) }
+					run = func(x *External) (Result, error) {
+						return Mutate([]*Mutator{m}, &unstructured.Unstructured{Object: obj}, podTarget(), Options{External: x})
+					}
 				}
 				res, calls, err := resolveRounds(t, run, "alice")
 				if tc.wantErr != "" {
@@ -178,7 +183,7 @@ spec:
 `)
 	obj := toUnstructured(t, podWith("nginx:1.27"))
 	_, calls, err := resolveRounds(t, func(x *External) (Result, error) {
-		return MutateWithExternal([]*Mutator{m}, obj, podTarget(), x)
+		return Mutate([]*Mutator{m}, &unstructured.Unstructured{Object: obj}, podTarget(), Options{External: x})
 	}, "alice")
 	if err != nil {
 		t.Fatal(err)
@@ -194,10 +199,10 @@ spec:
 // Without external data (an offline host) the failure policy decides.
 func TestExternalDataUnavailable(t *testing.T) {
 	pod := podWith("nginx:1.27")
-	if _, err := MutateTyped([]*Mutator{externalAssign(t, "Fail", "")}, pod, podTarget()); err == nil || !strings.Contains(err.Error(), "cannot be fetched") {
+	if _, err := Mutate([]*Mutator{externalAssign(t, "Fail", "")}, pod, podTarget(), Options{}); err == nil || !strings.Contains(err.Error(), "cannot be fetched") {
 		t.Errorf("Fail: %v", err)
 	}
-	if _, err := MutateTyped([]*Mutator{externalAssign(t, "UseDefault", ", default: x:1")}, pod, podTarget()); err != nil || pod.Spec.Containers[0].Image != "x:1" {
+	if _, err := Mutate([]*Mutator{externalAssign(t, "UseDefault", ", default: x:1")}, pod, podTarget(), Options{}); err != nil || pod.Spec.Containers[0].Image != "x:1" {
 		t.Errorf("UseDefault: %v, image %s", err, pod.Spec.Containers[0].Image)
 	}
 	if !externalAssign(t, "Fail", "").UsesExternalData() || assign(t, "a", "spec.x", "1").UsesExternalData() {

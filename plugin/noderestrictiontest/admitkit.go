@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package cases
+package noderestrictiontest
 
 import (
 	certificatesv1 "k8s.io/api/certificates/v1"

@@ -14,12 +14,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package cases is NodeRestriction's table of requests and the decisions
-// expected for them: Kubernetes 1.37's 229 cases (Upstream) and admitkit's
-// own (Admitkit). It holds data only, so that the same table can judge the
-// plugin on k8s.io/api objects in this module's tests and, in test/, on
-// kube-apiserver's internal objects next to Kubernetes' own plugin.
-package cases
+// Package noderestrictiontest is NodeRestriction's table of requests and
+// the decisions expected for them: Kubernetes 1.37's 229 cases (Upstream)
+// and admitkit's own (Admitkit). It is for tests only and holds data only,
+// so that the same table can judge the plugin on k8s.io/api objects in this
+// module's tests and, in test/, on kube-apiserver's internal objects next to
+// Kubernetes' own plugin.
+package noderestrictiontest
 
 import (
 	certificatesv1 "k8s.io/api/certificates/v1"
