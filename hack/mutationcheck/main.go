@@ -50,26 +50,29 @@ import (
 
 // entryPoint is a function whose body the check replaces: a method when
 // recv (the receiver's type name) is set, else a function of the package
-// in dir (relative to the module root).
+// in dir (relative to the module root). fuzz, when set, is the fuzz
+// target written to check it, whose seed corpus alone must also fail:
+// the rest of the package's tests catching a mutant must not hide a fuzz
+// oracle that checks too little.
 type entryPoint struct {
-	dir, recv, name string
+	dir, recv, name, fuzz string
 }
 
 // entryPoints are the plugins' entry points, the mutation engine's and
 // the parts every rule goes through: the one list to update when one is
 // renamed or added.
 var entryPoints = []entryPoint{
-	{"plugin/pkg/admission/podpreset", "Plugin", "Admit"},
-	{"plugin/pkg/admission/podpreset", "", "applyPresets"},
-	{"plugin/pkg/admission/podpreset", "", "mergeList"},
-	{"plugin/pkg/admission/noderestriction", "Plugin", "Validate"},
-	{"plugin/pkg/admission/locationmutator", "Plugin", "Admit"},
-	{"plugin/pkg/admission/locationmutator", "Plugin", "Validate"},
-	{"plugin/pkg/admission/locationmutator/mutation", "", "Mutate"},
-	{"plugin/pkg/admission/locationmutator/mutation", "", "MutateTyped"},
-	{"plugin/pkg/admission/locationmutator/mutation", "", "MutateWithExternal"},
-	{"plugin/pkg/admission/locationmutator/mutation", "", "MutateTypedWithExternal"},
-	{"plugin/pkg/admission/locationmutator/path", "", "Parse"},
+	{"plugin/pkg/admission/podpreset", "Plugin", "Admit", "FuzzAdmit"},
+	{"plugin/pkg/admission/podpreset", "", "applyPresets", "FuzzAdmit"},
+	{"plugin/pkg/admission/podpreset", "", "mergeList", "FuzzMergeList"},
+	{"plugin/pkg/admission/noderestriction", "Plugin", "Validate", "FuzzValidate"},
+	{"plugin/pkg/admission/locationmutator", "Plugin", "Admit", ""},
+	{"plugin/pkg/admission/locationmutator", "Plugin", "Validate", ""},
+	{"plugin/pkg/admission/locationmutator/mutation", "", "Mutate", "FuzzSystem"},
+	{"plugin/pkg/admission/locationmutator/mutation", "", "MutateTyped", "FuzzTypedDifferential"},
+	{"plugin/pkg/admission/locationmutator/mutation", "", "MutateWithExternal", ""},
+	{"plugin/pkg/admission/locationmutator/mutation", "", "MutateTypedWithExternal", ""},
+	{"plugin/pkg/admission/locationmutator/path", "", "Parse", "FuzzParse"},
 }
 
 func (e entryPoint) String() string {
@@ -83,6 +86,7 @@ func (e entryPoint) String() string {
 type mutant struct {
 	name string
 	dir  string
+	fuzz string // the entry point's fuzz target, if any
 	file string // the file's path, which the overlay replaces
 	src  []byte // the mutant's source
 }
@@ -142,7 +146,7 @@ func check() int {
 		}
 	}
 	for _, dir := range dirs {
-		out, err := exec.Command("go", goTest(dir, "", *race, *timeout)...).CombinedOutput()
+		out, err := exec.Command("go", goTest(dir, "", "", *race, *timeout)...).CombinedOutput()
 		if err != nil {
 			os.Stdout.Write(out)
 			return fail("the tests of %s fail without a mutant: %v", dir, err)
@@ -155,11 +159,11 @@ func check() int {
 		if err != nil {
 			return fail("%s: %v", m.name, err)
 		}
-		fmt.Printf("%-60s %-9s %5.1fs\n", m.name, verdict, took.Seconds())
-		switch verdict {
-		case "SURVIVED":
+		fmt.Printf("%-60s %-30s %5.1fs\n", m.name, verdict, took.Seconds())
+		switch {
+		case strings.HasPrefix(verdict, "SURVIVED"):
 			survived = append(survived, m.name)
-		case "BROKEN":
+		case verdict == "BROKEN":
 			broken = append(broken, m.name)
 			os.Stdout.Write(out)
 		}
@@ -263,12 +267,12 @@ func mutate(e entryPoint, file string, src []byte, fset *token.FileSet, fn *ast.
 		return b.Bytes()
 	}
 	ret := "return " + strings.Join(names, ", ")
-	out := []mutant{{name: e.String() + " no-op", dir: e.dir, file: file,
+	out := []mutant{{name: e.String() + " no-op", dir: e.dir, fuzz: e.fuzz, file: file,
 		src: splice(strings.Join(append(decls, ret), "\n"), "")}}
 	if lastIsError {
 		last := names[len(names)-1]
 		stmts := append(append([]string(nil), decls...), last+" = mutationcheckError{}", ret)
-		out = append(out, mutant{name: e.String() + " early error", dir: e.dir, file: file,
+		out = append(out, mutant{name: e.String() + " early error", dir: e.dir, fuzz: e.fuzz, file: file,
 			src: splice(strings.Join(stmts, "\n"), errorType)})
 	}
 	return out
@@ -290,26 +294,43 @@ func test(work string, i int, m mutant, race bool, timeout time.Duration) (verdi
 		return "", 0, nil, err
 	}
 	start := time.Now()
-	out, runErr := exec.Command("go", goTest(m.dir, overlayPath, race, timeout)...).CombinedOutput()
-	took = time.Since(start)
+	verdict, out, err = run(goTest(m.dir, overlayPath, "", race, timeout))
+	if verdict == "killed" && m.fuzz != "" {
+		// The same build, cached: only the fuzz target runs again.
+		verdict, out, err = run(goTest(m.dir, overlayPath, "^"+m.fuzz+"$", race, timeout))
+		if verdict == "SURVIVED" {
+			verdict = "SURVIVED " + m.fuzz
+		}
+	}
+	return verdict, time.Since(start), out, err
+}
+
+// run runs the go command with args and says whether the tests failed
+// ("killed"), passed ("SURVIVED") or did not build ("BROKEN").
+func run(args []string) (verdict string, out []byte, err error) {
+	out, runErr := exec.Command("go", args...).CombinedOutput()
 	var exit *exec.ExitError
 	switch {
 	case runErr == nil:
-		return "SURVIVED", took, out, nil
+		return "SURVIVED", out, nil
 	case !errors.As(runErr, &exit):
-		return "", took, out, runErr
+		return "", out, runErr
 	case bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]")):
-		return "BROKEN", took, out, nil
+		return "BROKEN", out, nil
 	}
-	return "killed", took, out, nil
+	return "killed", out, nil
 }
 
-// goTest is the go command that runs the tests of the package in dir,
-// with overlay when it is set; it stops at the first failing test.
-func goTest(dir, overlay string, race bool, timeout time.Duration) []string {
+// goTest is the go command that runs the tests of the package in dir
+// (those tests matches picks, when set), with overlay when it is set; it
+// stops at the first failing test.
+func goTest(dir, overlay, matches string, race bool, timeout time.Duration) []string {
 	args := []string{"test", "-count=1", "-failfast", "-timeout=" + timeout.String()}
 	if overlay != "" {
 		args = append(args, "-overlay="+overlay)
+	}
+	if matches != "" {
+		args = append(args, "-run="+matches)
 	}
 	if race {
 		args = append(args, "-race")
