@@ -55,7 +55,7 @@ func FuzzAdmit(f *testing.F) {
 		presets := g.Presets()
 		original := g.Pod()
 		p, _ := newTestPlugin(t, presets...)
-		selecting := defaulted(t, selectingEnforced(presets, original))
+		selecting := defaulted(selectingEnforced(presets, original))
 
 		pod := original.DeepCopy()
 		err := p.Admit(context.Background(), createAttributes(pod), nil)
@@ -264,8 +264,7 @@ var settingsDefaults = func() *runtime.Scheme {
 }()
 
 // defaulted returns defaulted copies of presets.
-func defaulted(t *testing.T, presets []runtime.Object) []runtime.Object {
-	t.Helper()
+func defaulted(presets []runtime.Object) []runtime.Object {
 	out := make([]runtime.Object, len(presets))
 	for i, p := range presets {
 		out[i] = p.DeepCopyObject()
