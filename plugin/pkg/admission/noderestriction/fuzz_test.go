@@ -103,7 +103,7 @@ func mirrorPod(node string) *corev1.Pod {
 // plugin that refuses everything, so the run must also reach them: some
 // of its inputs (seeds and corpus files alike; two of the seeds) allowed.
 func FuzzValidate(f *testing.F) {
-	const seeds = 10
+	const seeds = 10 // the f.Add calls below
 	var inputs, allowed atomic.Int64
 	f.Cleanup(func() {
 		// A fuzzing worker sees a part of the inputs; a -run that picks
