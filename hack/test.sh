@@ -117,7 +117,10 @@ unit_tests=$!
 # with and without external data (test/bench/gatekeeper, a module of its
 # own that Gatekeeper's tree never leaves). Beside the test/ module too,
 # at the unit tests' priority, and with -race so that it builds on the
-# k8s.io packages go vet compiled.
+# k8s.io packages go vet compiled: with an empty build cache it costs 406
+# CPU seconds (313 without -race, which would share nothing), of which
+# about four fifths compile packages vet's build already holds; its tests
+# then run for 10 to 30 seconds.
 gatekeeper_log=$(mktemp)
 # (go -C, not a subshell's cd: $! is then go's own pid, which the trap
 # below can end.)
