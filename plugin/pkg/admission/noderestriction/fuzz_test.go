@@ -18,7 +18,9 @@ package noderestriction
 
 import (
 	"context"
+	"flag"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -97,8 +99,23 @@ func mirrorPod(node string) *corev1.Pod {
 
 // FuzzValidate sends random requests from node mynode. Whatever the
 // object, the plugin must not panic, and it must never let the node write
-// another node's Node or a pod bound elsewhere.
+// another node's Node or a pod bound elsewhere. Those checks hold of a
+// plugin that refuses everything, so the run must also reach them: some
+// of its inputs (seeds and corpus files alike; two of the seeds) allowed.
 func FuzzValidate(f *testing.F) {
+	const seeds = 10 // the f.Add calls below
+	var inputs, allowed atomic.Int64
+	f.Cleanup(func() {
+		// A fuzzing worker sees a part of the inputs; a -run that picks
+		// one input leaves too few to count.
+		if fuzzing := flag.Lookup("test.fuzz"); fuzzing != nil && fuzzing.Value.String() != "" {
+			return
+		}
+		f.Logf("%d of %d inputs allowed", allowed.Load(), inputs.Load())
+		if inputs.Load() >= seeds && allowed.Load() == 0 {
+			f.Errorf("none of %d inputs was allowed: the checks of what is allowed check nothing", inputs.Load())
+		}
+	})
 	f.Add(uint8(0), uint8(0), uint8(0), uint8(0), []byte("mirror pod"))
 	f.Add(uint8(0), uint8(1), uint8(1), uint8(3), []byte{1, 2, 3, 4, 5, 6, 7, 8})
 	f.Add(uint8(1), uint8(0), uint8(0), uint8(4), []byte("evict"))
@@ -132,11 +149,13 @@ func FuzzValidate(f *testing.F) {
 			steer(old, names>>3)
 		}
 		attrs := noderestrictiontest.Request(obj, old, schema.GroupVersionKind{}, target.gvr, "ns", name, sub, op, noderestrictiontest.UserMyNode)
+		inputs.Add(1)
 		err := p.Validate(t.Context(), attrs, nil)
 		checkInternalDecides(t, p, attrs, err, internalObjects)
 		if err != nil {
 			return
 		}
+		allowed.Add(1)
 		switch target.gvr.GroupResource() {
 		case nodeResource:
 			if name != "mynode" {
