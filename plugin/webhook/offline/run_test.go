@@ -308,3 +308,52 @@ func equalMaps(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// TestRunTests: a passing and a failing case, each reported, and the
+// count of failures returned.
+func TestRunTests(t *testing.T) {
+	dir := write(t, map[string]string{
+		"state.yaml": shop + `---
+apiVersion: settings.k8s.io/v1alpha1
+kind: PodPreset
+metadata: {name: db, namespace: shop}
+spec:
+  selector: {matchLabels: {role: web}}
+  env: [{name: DB, value: db}]
+`,
+		"pod.yaml": `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, labels: {role: web}}
+spec:
+  containers: [{name: web, image: nginx}]
+`,
+		"cases.yaml": `
+cases:
+- name: the preset applies
+  namespace: shop
+  state: [state.yaml]
+  input: [pod.yaml]
+  expect:
+    objects:
+    - spec: {containers: [{env: [{name: DB, value: db}]}]}
+- name: a wrong expectation
+  namespace: shop
+  state: [state.yaml]
+  input: [pod.yaml]
+  expect:
+    objects:
+    - spec: {containers: [{env: [{name: DB, value: other}]}]}
+`,
+	})
+	var out strings.Builder
+	failed, err := RunTests(context.Background(), testOptions(t, Inputs{}), []string{filepath.Join(dir, "cases.yaml")}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	if failed != 1 || !strings.Contains(text, "ok   "+filepath.Join(dir, "cases.yaml")+": the preset applies") ||
+		!strings.Contains(text, "FAIL "+filepath.Join(dir, "cases.yaml")+": a wrong expectation") || !strings.HasSuffix(text, "1 passed, 1 failed\n") {
+		t.Errorf("failed %d, printed:\n%s\nwant the first case ok, the second failed", failed, text)
+	}
+}
