@@ -50,26 +50,27 @@ type PodPresetSpec struct {
 	// +optional
 	Selector metav1.LabelSelector `json:"selector,omitempty"`
 
-	// env, volumes and volumeMounts are atomic lists, not maps keyed by
-	// name or mountPath: as maps, a CustomResourceDefinition's schema
-	// refuses a repeated key itself (`spec.volumes[1]: Duplicate value`)
-	// before SettingsValidation sees the preset, where in-process the
-	// registry's validation names the field (`spec.volumes[1].name`), and
-	// it refuses a repeated env name that pods, and in-process presets,
-	// accept. Atomic, the registry's validation is the one judge on both
-	// hosts.
-
 	// Env defines the collection of EnvVar to inject into containers.
 	// +optional
 	// +patchMergeKey=name
 	// +patchStrategy=merge
-	// +listType=atomic
+	// +listType=map
+	// +listMapKey=name
 	Env []corev1.EnvVar `json:"env,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
 
 	// EnvFrom defines the collection of EnvFromSource to inject into containers.
 	// +optional
 	// +listType=atomic
 	EnvFrom []corev1.EnvFromSource `json:"envFrom,omitempty"`
+
+	// volumes and volumeMounts are atomic lists, not maps keyed by name and
+	// mountPath: as maps, a CustomResourceDefinition's schema refuses a
+	// repeated key itself (`spec.volumes[1]: Duplicate value`) before
+	// SettingsValidation sees the preset, where in-process the registry's
+	// validation names the field (`spec.volumes[1].name`). Atomic, pod
+	// validation is the one judge of a repeated name or path on both hosts.
+	// (env stays a map, so that managers of server-side apply own their own
+	// variables.)
 
 	// Volumes defines the collection of Volume to inject into the pod.
 	// +optional
