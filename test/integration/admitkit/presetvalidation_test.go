@@ -129,9 +129,9 @@ func testPresetValidation(t *testing.T, h *host) {
 		},
 		field: "spec.volumeMounts", // pod validation names no index here
 	}
-	// A repeated name or mount path is named at its field on both hosts
-	// (the CRD's lists are atomic, so its schema leaves them to the
-	// registry's validation).
+	// A repeated volume name or mount path is named at its field on both
+	// hosts (the CRD's volumes and volumeMounts are atomic lists, so its
+	// schema leaves them to the registry's validation).
 	emptyDir := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
 	cases["volume name repeated"] = testCase{
 		spec:  settingsv1alpha1.PodPresetSpec{Volumes: []corev1.Volume{{Name: "v", VolumeSource: emptyDir}, {Name: "v", VolumeSource: emptyDir}}},
