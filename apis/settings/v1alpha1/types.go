@@ -63,20 +63,27 @@ type PodPresetSpec struct {
 	// +listType=atomic
 	EnvFrom []corev1.EnvFromSource `json:"envFrom,omitempty"`
 
+	// volumes and volumeMounts are atomic lists, not maps keyed by name and
+	// mountPath: as maps, a CustomResourceDefinition's schema refuses a
+	// repeated key itself (`spec.volumes[1]: Duplicate value`) before
+	// SettingsValidation sees the preset, where in-process the registry's
+	// validation names the field (`spec.volumes[1].name`). Atomic, pod
+	// validation is the one judge of a repeated name or path on both hosts.
+	// (env stays a map, so that managers of server-side apply own their own
+	// variables.)
+
 	// Volumes defines the collection of Volume to inject into the pod.
 	// +optional
 	// +patchMergeKey=name
 	// +patchStrategy=merge
-	// +listType=map
-	// +listMapKey=name
+	// +listType=atomic
 	Volumes []corev1.Volume `json:"volumes,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
 
 	// VolumeMounts defines the collection of VolumeMount to inject into containers.
 	// +optional
 	// +patchMergeKey=mountPath
 	// +patchStrategy=merge
-	// +listType=map
-	// +listMapKey=mountPath
+	// +listType=atomic
 	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty" patchStrategy:"merge" patchMergeKey:"mountPath"`
 
 	// Containers picks the containers (spec.containers) that get env, envFrom
