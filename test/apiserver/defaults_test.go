@@ -142,6 +142,10 @@ func fillRandom(obj runtime.Object, seed int64) {
 	randfill.New().RandSource(r).NilChance(0.5).NumElements(0, 2).MaxDepth(12).
 		Funcs(func(q *resource.Quantity, c randfill.Continue) {
 			*q = resource.MustParse(quantityWords[c.Intn(len(quantityWords))])
+		}, func(e *runtime.RawExtension, c randfill.Continue) {
+			// Embedded objects are opaque to defaulting; their bytes
+			// only need to survive it.
+			e.Raw = []byte(c.String(0))
 		}).
 		Fill(obj)
 	pickStrings(reflect.ValueOf(obj), r)
