@@ -17,6 +17,8 @@ limitations under the License.
 package defaults
 
 import (
+	"reflect"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
@@ -32,6 +34,7 @@ func NewScheme() *runtime.Scheme {
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		panic(err)
 	}
+	withoutDefaults(s)
 	addCore(s)
 	addApps(s)
 	addBatch(s)
@@ -47,6 +50,20 @@ func NewScheme() *runtime.Scheme {
 	addAuthentication(s)
 	addResource(s)
 	return s
+}
+
+// withoutDefaults gives every type of s a defaulting function that does
+// nothing. The k8s.io/api scheme builders that AddToScheme runs are shared
+// by the whole program, and a program that links k8s.io/kubernetes (the
+// test module does) has appended kube's own defaulting functions to them:
+// without this, those would fill the kinds this package leaves uncovered,
+// and what NewScheme does would depend on what else is linked.
+func withoutDefaults(s *runtime.Scheme) {
+	for _, typ := range s.AllKnownTypes() {
+		if obj, ok := reflect.New(typ).Interface().(runtime.Object); ok {
+			s.AddTypeDefaultingFunc(obj, func(any) {})
+		}
+	}
 }
 
 // add registers f as the defaulting function of T.

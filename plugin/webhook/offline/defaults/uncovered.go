@@ -59,6 +59,5 @@ var uncovered = []struct {
 	{"resource.k8s.io", "v1beta2", []string{"DeviceTaintRule", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"}},
 	{"scheduling.k8s.io", "v1alpha3", []string{"CompositePodGroup", "PodGroup"}},
 	{"scheduling.k8s.io", "v1beta1", []string{"PodGroup", "PriorityClass"}},
-	{"storage.k8s.io", "v1alpha1", []string{"VolumeAttachment"}},
 	{"storage.k8s.io", "v1beta1", []string{"CSIDriver", "StorageClass", "VolumeAttachment"}},
 }
