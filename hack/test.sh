@@ -140,5 +140,5 @@ fi
 # Built with -race, as the tests build it, so that a cold run links it
 # from packages it already compiled.
 step "admit test hack/examples/tests"
-(cd test && go build -race -o ../_output/admitkit-webhook ./cmd/admitkit-webhook)
-_output/admitkit-webhook admit test hack/examples/tests
+go build -race -o _output/admitkit ./plugin/cmd/admitkit
+_output/admitkit admit test hack/examples/tests

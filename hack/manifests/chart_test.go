@@ -33,6 +33,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -312,7 +313,7 @@ func TestChartValues(t *testing.T) {
 // With cert-manager, the server reads the Certificate's Secret and
 // cert-manager's CA injector writes caBundle; with a given Secret, the
 // server writes its ca.crt. Only the self-managed certificate needs the
-// Role on Secrets.
+// Role's grants on Secrets.
 func TestChartCertificates(t *testing.T) {
 	for _, tc := range []struct {
 		source string
@@ -327,8 +328,19 @@ func TestChartCertificates(t *testing.T) {
 			objs := render(t, "--set", "certificates.source="+tc.source+",certificates.secretName=given-tls")
 			var kinds []string
 			for _, u := range objs {
-				if slices.Contains([]string{"Certificate", "Issuer", "Role", "RoleBinding"}, u.GetKind()) {
+				if slices.Contains([]string{"Certificate", "Issuer"}, u.GetKind()) {
 					kinds = append(kinds, u.GetKind())
+				}
+				if u.GetKind() == "Role" {
+					role := &rbacv1.Role{}
+					if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, role, true); err != nil {
+						t.Fatalf("%s: %v", objectKey(u), err)
+					}
+					for _, r := range role.Rules {
+						if slices.Contains(r.Resources, "secrets") {
+							t.Errorf("Role %s grants %v on secrets: the server writes no Secret", role.Name, r.Verbs)
+						}
+					}
 				}
 			}
 			slices.Sort(kinds)

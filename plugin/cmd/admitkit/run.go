@@ -77,7 +77,7 @@ func (o *options) Run(ctx context.Context) error {
 	registry := admission.NewPlugins()
 	plugin.RegisterAllAdmissionPlugins(registry)
 	// Presets' pod fields are checked by the cluster's own kube-apiserver.
-	settingsadmission.Register(registry, podfields.DryRun(client, o.DryRunNamespace))
+	settingsadmission.Register(registry, podfields.DryRun(client, o.DryRunNamespace, o.DryRunServiceAccount))
 	host, err := webhook.New(webhook.Options{
 		Plugins:      registry,
 		Enabled:      o.Plugins,

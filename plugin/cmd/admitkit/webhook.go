@@ -92,8 +92,10 @@ type options struct {
 	Plugins       []string
 	Identity      string
 	ShutdownDelay time.Duration
-	// DryRunNamespace is where presets' pod fields are checked.
-	DryRunNamespace string
+	// DryRunNamespace and DryRunServiceAccount are where and as whom
+	// presets' pod fields are checked.
+	DryRunNamespace      string
+	DryRunServiceAccount string
 	// Cert is the self-managed certificate's flags, or a given one's CA.
 	Cert servingcert.Flags
 
@@ -124,9 +126,10 @@ func newOptions() (*options, error) {
 		Identity:      defaultIdentity(),
 		ShutdownDelay: 5 * time.Second,
 		// The server's own namespace, which its webhooks leave out.
-		DryRunNamespace: podfields.DefaultNamespace,
-		FeatureGate:     gate,
-		Logs:            logsapi.NewLoggingConfiguration(),
+		DryRunNamespace:      podfields.DefaultNamespace,
+		DryRunServiceAccount: podfields.DefaultServiceAccount,
+		FeatureGate:          gate,
+		Logs:                 logsapi.NewLoggingConfiguration(),
 	}, nil
 }
 
@@ -157,6 +160,7 @@ func (o *options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.Identity, "identity", o.Identity, "The identity the plugins write their status entries under; unique per replica.")
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay-duration", o.ShutdownDelay, "On SIGTERM, how long /readyz fails while requests are still served, so that the Service stops sending new ones before the server stops.")
 	fs.StringVar(&o.DryRunNamespace, "dry-run-namespace", o.DryRunNamespace, "The namespace where a preset's env, envFrom, volumes and volumeMounts are checked by a server-side dry-run create of a pod holding them: the server's own, which its webhooks leave out, where it may create pods.")
+	fs.StringVar(&o.DryRunServiceAccount, "dry-run-service-account", o.DryRunServiceAccount, "The service account of that pod, one that exists in --dry-run-namespace: the server's own.")
 	o.Cert.AddFlags(fss.FlagSet("serving certificate"))
 	o.FeatureGate.AddFlag(fss.FlagSet("feature gates"))
 	logsapi.AddFlags(o.Logs, fss.FlagSet("logs"))
@@ -178,8 +182,8 @@ func (o *options) Validate() error {
 	if strings.TrimSpace(o.Identity) == "" {
 		errs = append(errs, errors.New("--identity is empty"))
 	}
-	if o.DryRunNamespace == "" {
-		errs = append(errs, errors.New("--dry-run-namespace is empty"))
+	if o.DryRunNamespace == "" || o.DryRunServiceAccount == "" {
+		errs = append(errs, errors.New("--dry-run-namespace and --dry-run-service-account must not be empty"))
 	}
 	if o.ShutdownDelay < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-delay-duration %v is negative", o.ShutdownDelay))

@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Package podfields checks the fields a preset puts into pods (env,
 // envFrom, volumes, volumeMounts) for the webhook host on a stock cluster,
 // by asking the cluster's own kube-apiserver: a server-side dry-run create
@@ -48,6 +47,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/admitkit/admitkit/apis/settings"
 	"github.com/admitkit/admitkit/apis/settings/validation"
@@ -57,6 +57,10 @@ import (
 // the webhook configurations leave it out, so admitkit's own webhooks never
 // see the carrier.
 const DefaultNamespace = "admitkit-system"
+
+// DefaultServiceAccount is the shipped manifests' service account of the
+// server, which exists wherever the server runs.
+const DefaultServiceAccount = "admitkit-webhook"
 
 // Timeout bounds one dry run: SettingsValidation answers within the
 // webhook's own timeout.
@@ -79,12 +83,15 @@ var carrierFields = []struct{ carrier, preset string }{
 }
 
 // DryRun returns a validator that asks client's kube-apiserver to validate
-// a preset's pod fields with a dry-run create of a carrier pod in namespace.
-func DryRun(client kubernetes.Interface, namespace string) validation.PodFieldsValidator {
+// a preset's pod fields with a dry-run create of a carrier pod in namespace,
+// running as serviceAccount: kube-apiserver's ServiceAccount admission,
+// which runs before validation, refuses a pod whose service account does
+// not exist, so the carrier names one that does, the server's own.
+func DryRun(client kubernetes.Interface, namespace, serviceAccount string) validation.PodFieldsValidator {
 	return func(spec *settings.PodPresetSpec, fldPath *field.Path) field.ErrorList {
 		ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 		defer cancel()
-		_, err := client.CoreV1().Pods(namespace).Create(ctx, carrier(spec, namespace), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := client.CoreV1().Pods(namespace).Create(ctx, carrier(spec, namespace, serviceAccount), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		var status apierrors.APIStatus
 		switch {
 		case err == nil:
@@ -103,11 +110,14 @@ func DryRun(client kubernetes.Interface, namespace string) validation.PodFieldsV
 
 // carrier is a pod of one container holding the preset's pod fields, as
 // the PodPreset plugin puts them into a pod. It is only ever dry-run.
-func carrier(spec *settings.PodPresetSpec, namespace string) *corev1.Pod {
+func carrier(spec *settings.PodPresetSpec, namespace, serviceAccount string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "admitkit-preset-check-", Namespace: namespace},
 		Spec: corev1.PodSpec{
-			Volumes: spec.Volumes,
+			ServiceAccountName: serviceAccount,
+			// No token volume is added beside the preset's.
+			AutomountServiceAccountToken: ptr.To(false),
+			Volumes:                      spec.Volumes,
 			Containers: []corev1.Container{{
 				Name:         carrierContainer,
 				Image:        carrierImage,
