@@ -23,7 +23,8 @@ limitations under the License.
 // index to a registry with crane (pinned in hack/tools). The same commit
 // gives the same digest: every time in the image is the commit's, the tar
 // entries and JSON are written in one order, and gzip headers carry no name
-// or time.
+// or time. hack/tools/imagetest builds it twice and pushes it to a registry
+// on 127.0.0.1.
 //
 // Run from the repository's root:
 //
