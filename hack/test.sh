@@ -140,11 +140,14 @@ fi
 
 # The Helm chart, with the helm the unit tests built: lint (warnings fail)
 # and the default rendering, which hack/manifests/chart_test.go compares
-# with hack/manifests.
-step "helm lint, helm template (hack/chart/admitkit)"
+# with hack/manifests; then the order helm install, helm uninstall and
+# kubectl apply -k apply it in, by Helm's and kustomize's own code
+# (hack/tools/installorder, which links packages the helm build compiled).
+step "helm lint, helm template, install order (hack/chart/admitkit)"
 HELM=$(cd hack/tools && go tool -n helm)
 "${HELM}" lint --strict hack/chart/admitkit
 "${HELM}" template admitkit hack/chart/admitkit --namespace admitkit-system >/dev/null
+(cd hack/tools && go test -count=1 ./installorder)
 
 # The walkthrough's examples as an admit test suite (README, "Testing
 # presets and mutators"), through the offline host of the server binary.
