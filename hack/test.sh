@@ -108,12 +108,13 @@ hack/verify-codegen.sh
 # mostly idle while the servers they start wait on each other: the unit
 # tests take that idle time instead of adding theirs to the path. Their
 # output is printed whole when both are done, and either failing fails the
-# run.
-# hack/manifests' chart tests build the helm hack/tools pins on first use
-# (about 230 s of CPU cold), so that build too takes the test/ module's idle
-# time; their timeout leaves room for it.
+# run. plugin/cmd/admitkit's TestGoInstall builds admitkit's whole graph
+# from an empty module cache at that priority, and hack/manifests' chart
+# tests build the helm hack/tools pins on first use (about 230 s of CPU
+# cold), both longer than go test's default ten minutes a package on a busy
+# machine; they too take the test/ module's idle time.
 unit_log=$(mktemp)
-nice -n 19 go test -race -count=1 -timeout 30m ./... >"${unit_log}" 2>&1 &
+nice -n 19 go test -race -count=1 -timeout 45m ./... >"${unit_log}" 2>&1 &
 unit_tests=$!
 # On the way out, whatever ended the run: the unit tests, if still going,
 # end with it. `|| true`: errexit holds in the trap too, and the kill of a

@@ -30,6 +30,7 @@ import (
 
 	"github.com/admitkit/admitkit/plugin"
 	"github.com/admitkit/admitkit/plugin/webhook/offline"
+	"github.com/admitkit/admitkit/plugin/webhook/offline/defaults"
 	settingsadmission "github.com/admitkit/admitkit/registry/settings/admission"
 )
 
@@ -156,5 +157,6 @@ func baseOptions() offline.Options {
 		Plugins:          registry,
 		FeatureGates:     utilfeature.DefaultFeatureGate,
 		EffectiveVersion: utilcompatibility.DefaultBuildEffectiveVersion(),
+		Defaulter:        defaults.NewScheme(),
 	}
 }

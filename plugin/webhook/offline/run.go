@@ -19,9 +19,9 @@ package offline
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -66,7 +66,7 @@ func Run(ctx context.Context, base Options, cfg Config, inputs []string, stdin i
 		return nil, err
 	}
 	if len(docs) == 0 {
-		return nil, &InputError{Object: fmt.Sprint(inputs), Err: errors.New("no objects given")}
+		return nil, &InputError{Object: strings.Join(inputs, ", "), Err: errors.New("no objects given")}
 	}
 	stateDocs, err := ReadObjects(cfg.State, stdin)
 	if err != nil {

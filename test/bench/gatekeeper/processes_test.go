@@ -50,10 +50,10 @@ func buildBinaries(t *testing.T) binaries {
 		dir = t.TempDir()
 	}
 	bins := binaries{
-		kubeAPIServer:   filepath.Join(dir, "kube-apiserver"),
-		etcd:            filepath.Join(dir, "admitkit-etcd"),
-		admitkit:        filepath.Join(dir, "admitkit"),
-		gatekeeper:      filepath.Join(dir, "gatekeeper-manager"),
+		kubeAPIServer: filepath.Join(dir, "kube-apiserver"),
+		etcd:          filepath.Join(dir, "admitkit-etcd"),
+		admitkit:      filepath.Join(dir, "admitkit"),
+		gatekeeper:    filepath.Join(dir, "gatekeeper-manager"),
 	}
 	builds := []struct{ dir, out, pkg string }{
 		{"../..", bins.kubeAPIServer, "./cmd/kube-apiserver"},
