@@ -109,8 +109,10 @@ hack/verify-codegen.sh
 # tests take that idle time instead of adding theirs to the path. Their
 # output is printed whole when both are done, and either failing fails the
 # run. plugin/cmd/admitkit's TestGoInstall builds admitkit's whole graph
-# from an empty module cache at that priority, longer than go test's
-# default ten minutes a package on a busy machine.
+# from an empty module cache at that priority, and hack/manifests' chart
+# tests build the helm hack/tools pins on first use (about 230 s of CPU
+# cold), both longer than go test's default ten minutes a package on a busy
+# machine; they too take the test/ module's idle time.
 unit_log=$(mktemp)
 nice -n 19 go test -race -count=1 -timeout 45m ./... >"${unit_log}" 2>&1 &
 unit_tests=$!
@@ -158,6 +160,17 @@ if [[ ${#failed[@]} -gt 0 ]]; then
     printf 'FAILED: %s\n' "${failed[@]}" >&2
     exit 1
 fi
+
+# The Helm chart, with the helm the unit tests built: lint (warnings fail)
+# and the default rendering, which hack/manifests/chart_test.go compares
+# with hack/manifests; then the order helm install, helm uninstall and
+# kubectl apply -k apply it in, by Helm's and kustomize's own code
+# (hack/tools/installorder, which links packages the helm build compiled).
+step "helm lint, helm template, install order (hack/chart/admitkit)"
+HELM=$(cd hack/tools && go tool -n helm)
+"${HELM}" lint --strict hack/chart/admitkit
+"${HELM}" template admitkit hack/chart/admitkit --namespace admitkit-system >/dev/null
+(cd hack/tools && go test -count=1 ./installorder)
 
 # The walkthrough's examples as an admit test suite (README, "Testing
 # presets and mutators"), through the offline host of the server binary.
