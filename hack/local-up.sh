@@ -19,7 +19,7 @@
 # rebuilt runs: upstream's own kube-apiserver (test/cmd/kube-apiserver,
 # nothing of admitkit, its own NodeRestriction on) on one admitkit-etcd
 # member, kube-controller-manager, and the admitkit webhook server
-# (test/cmd/admitkit-webhook) as a process on 127.0.0.1:WEBHOOK_PORT,
+# (`admitkit webhook`, plugin/cmd/admitkit) as a process on 127.0.0.1:WEBHOOK_PORT,
 # installed from hack/manifests: everything but the server's Deployment and
 # Service (no kubelet runs here), and the webhook configurations with
 # `url: https://127.0.0.1:WEBHOOK_PORT/...` in place of the Service.
@@ -61,9 +61,9 @@ mkdir -p "${DATA_DIR}" "${BIN_DIR}"
 DATA_DIR=$(cd "${DATA_DIR}" && pwd)
 
 if [[ -z "${SKIP_BUILD:-}" && -n "${WEBHOOK}" ]]; then
-    echo "Building kube-apiserver, admitkit-webhook, admitkit-etcd, kube-controller-manager and kubectl into ${BIN_DIR} (a few minutes the first time)..."
+    echo "Building kube-apiserver, admitkit, admitkit-etcd, kube-controller-manager and kubectl into ${BIN_DIR} (a few minutes the first time)..."
+    go build -o "${BIN_DIR}/admitkit" ./plugin/cmd/admitkit
     (cd test && go build -o "${BIN_DIR}/kube-apiserver" ./cmd/kube-apiserver \
-        && go build -o "${BIN_DIR}/admitkit-webhook" ./cmd/admitkit-webhook \
         && go build -o "${BIN_DIR}/admitkit-etcd" ./cmd/admitkit-etcd \
         && go build -o "${BIN_DIR}/admitkit-tagprovider" ./cmd/admitkit-tagprovider \
         && go build -o "${BIN_DIR}/kubectl" k8s.io/kubernetes/cmd/kubectl \
@@ -284,8 +284,8 @@ install_webhook() {
         exit 1
     fi
     local log="${DATA_DIR}/admitkit-webhook.log"
-    echo "Starting admitkit-webhook on https://127.0.0.1:${WEBHOOK_PORT} (log in ${log})..."
-    "${BIN_DIR}/admitkit-webhook" --kubeconfig="${WEBHOOK_KUBECONFIG}" \
+    echo "Starting admitkit webhook on https://127.0.0.1:${WEBHOOK_PORT} (log in ${log})..."
+    "${BIN_DIR}/admitkit" webhook --kubeconfig="${WEBHOOK_KUBECONFIG}" \
         --bind-address=127.0.0.1 --secure-port="${WEBHOOK_PORT}" \
         --admission-control-config-file="${config}" \
         --plugins=PodPreset,LocationMutator,NodeRestriction,SettingsDefaults,SettingsValidation \
@@ -296,7 +296,7 @@ install_webhook() {
     WEBHOOK_PIDS+=($!)
     for _ in $(seq 1 60); do
         if ! kill -0 "${WEBHOOK_PIDS[0]}" 2>/dev/null; then
-            echo "admitkit-webhook exited during start-up; the end of ${log}:" >&2
+            echo "admitkit webhook exited during start-up; the end of ${log}:" >&2
             tail -n 20 "${log}" >&2
             exit 1
         fi

@@ -8,7 +8,7 @@
 # its apis/mutations and apis/externaldata, and of settings.k8s.io
 # (registry/settings/crds/manifests), from apis/settings/v1alpha1, both
 # embedded for Go callers and copied into hack/manifests, the install on a
-# stock cluster.
+# stock cluster, and into the Helm chart's crds/ (hack/chart/admitkit).
 # The generators are k8s.io/code-generator's kube_codegen.sh (which builds
 # its generators, openapi-gen included, in code-generator's own module) and
 # controller-tools' controller-gen, at the versions hack/tools/go.mod pins.
@@ -76,7 +76,8 @@ kube::codegen::gen_client \
 # away leaves no stale manifest behind.
 CONTROLLER_GEN=$(cd "${TOOLS}" && go tool -n controller-gen)
 MANIFESTS="${ROOT}/hack/manifests"
-rm -f "${MANIFESTS}"/crd-*.yaml
+CHART_CRDS="${ROOT}/hack/chart/admitkit/crds"
+rm -f "${MANIFESTS}"/crd-*.yaml "${CHART_CRDS}"/*.yaml
 gen_crds() { # dir types...
     local dir=$1
     shift
@@ -86,6 +87,7 @@ gen_crds() { # dir types...
     local f
     for f in "${dir}"/*.yaml; do
         cp "${f}" "${MANIFESTS}/crd-$(basename "${f}")"
+        cp "${f}" "${CHART_CRDS}/$(basename "${f}")"
     done
 }
 gen_crds "${ROOT}/plugin/pkg/admission/locationmutator/crds/manifests" \

@@ -18,7 +18,7 @@ done
 GOBIN_OVERRIDE="${ROOT}/_output/bin" "${WORK}/hack/update-codegen.sh" >/dev/null
 
 status=0
-for path in apis generated hack/api-rules hack/manifests plugin/pkg/admission/locationmutator/crds/manifests registry/settings/crds/manifests; do
+for path in apis generated hack/api-rules hack/manifests hack/chart/admitkit/crds plugin/pkg/admission/locationmutator/crds/manifests registry/settings/crds/manifests; do
     diff -Nru "${ROOT}/${path}" "${WORK}/${path}" || status=1
 done
 if [[ ${status} -ne 0 ]]; then

@@ -464,10 +464,7 @@ func schema_admitkit_apis_settings_v1alpha1_ClusterPodPresetSpec(ref common.Refe
 					"env": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
-								"x-kubernetes-list-map-keys": []interface{}{
-									"name",
-								},
-								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-list-type":       "atomic",
 								"x-kubernetes-patch-merge-key": "name",
 								"x-kubernetes-patch-strategy":  "merge",
 							},
@@ -505,10 +502,7 @@ func schema_admitkit_apis_settings_v1alpha1_ClusterPodPresetSpec(ref common.Refe
 					"volumes": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
-								"x-kubernetes-list-map-keys": []interface{}{
-									"name",
-								},
-								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-list-type":       "atomic",
 								"x-kubernetes-patch-merge-key": "name",
 								"x-kubernetes-patch-strategy":  "merge",
 							},
@@ -528,10 +522,7 @@ func schema_admitkit_apis_settings_v1alpha1_ClusterPodPresetSpec(ref common.Refe
 					"volumeMounts": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
-								"x-kubernetes-list-map-keys": []interface{}{
-									"mountPath",
-								},
-								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-list-type":       "atomic",
 								"x-kubernetes-patch-merge-key": "mountPath",
 								"x-kubernetes-patch-strategy":  "merge",
 							},
@@ -733,10 +724,7 @@ func schema_admitkit_apis_settings_v1alpha1_PodPresetSpec(ref common.ReferenceCa
 					"env": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
-								"x-kubernetes-list-map-keys": []interface{}{
-									"name",
-								},
-								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-list-type":       "atomic",
 								"x-kubernetes-patch-merge-key": "name",
 								"x-kubernetes-patch-strategy":  "merge",
 							},
@@ -774,10 +762,7 @@ func schema_admitkit_apis_settings_v1alpha1_PodPresetSpec(ref common.ReferenceCa
 					"volumes": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
-								"x-kubernetes-list-map-keys": []interface{}{
-									"name",
-								},
-								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-list-type":       "atomic",
 								"x-kubernetes-patch-merge-key": "name",
 								"x-kubernetes-patch-strategy":  "merge",
 							},
@@ -797,10 +782,7 @@ func schema_admitkit_apis_settings_v1alpha1_PodPresetSpec(ref common.ReferenceCa
 					"volumeMounts": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
-								"x-kubernetes-list-map-keys": []interface{}{
-									"mountPath",
-								},
-								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-list-type":       "atomic",
 								"x-kubernetes-patch-merge-key": "mountPath",
 								"x-kubernetes-patch-strategy":  "merge",
 							},

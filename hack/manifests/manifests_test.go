@@ -35,6 +35,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -393,4 +394,83 @@ func allows(rules []rbacv1.PolicyRule, verb, group, resource string) bool {
 		}
 	}
 	return false
+}
+
+// kustomization is what the tests read of the Kustomization.
+type kustomization struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Resources  []string `json:"resources"`
+	Images     []struct {
+		Name    string `json:"name"`
+		NewName string `json:"newName"`
+		NewTag  string `json:"newTag"`
+	} `json:"images"`
+}
+
+// `kubectl apply -k hack/manifests` applies every manifest, and its one
+// image line names the Deployment's image, so that editing it is all a user
+// does.
+func TestKustomization(t *testing.T) {
+	data, err := os.ReadFile("Kustomization")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k kustomization
+	if err := yaml.UnmarshalStrict(data, &k); err != nil {
+		t.Fatalf("Kustomization: %v", err)
+	}
+	if k.APIVersion != "kustomize.config.k8s.io/v1beta1" || k.Kind != "Kustomization" {
+		t.Errorf("Kustomization is %s %s, want kustomize.config.k8s.io/v1beta1 Kustomization", k.APIVersion, k.Kind)
+	}
+	files, err := filepath.Glob("*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := slices.Sorted(slices.Values(k.Resources))
+	if !slices.Equal(got, files) {
+		t.Errorf("Kustomization's resources %v, want every manifest %v", got, files)
+	}
+	image := read(t).deployment.Spec.Template.Spec.Containers[0].Image
+	if len(k.Images) != 1 || k.Images[0].Name+":"+k.Images[0].NewTag != image || k.Images[0].NewName != k.Images[0].Name {
+		t.Errorf("Kustomization's images %+v, want the one line naming the Deployment's image %s", k.Images, image)
+	}
+}
+
+// `kubectl apply -f hack/manifests/` applies the files in name order, each
+// file's documents in order. Nothing may come before what it needs: a
+// namespaced object after its Namespace, the Deployment after its service
+// account and its ConfigMap, so that a fresh install logs no FailedCreate
+// (the ReplicaSet's pods are refused while their service account is
+// missing).
+func TestApplyOrder(t *testing.T) {
+	typed, _ := load(t) // in file name order, then document order
+	seen := map[string]bool{}
+	key := func(kind, namespace, name string) string { return kind + " " + namespace + "/" + name }
+	for _, obj := range typed {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kind := obj.GetObjectKind().GroupVersionKind().Kind
+		var needs []string
+		if ns := m.GetNamespace(); ns != "" {
+			needs = append(needs, key("Namespace", "", ns))
+		}
+		if d, ok := obj.(*appsv1.Deployment); ok {
+			spec := d.Spec.Template.Spec
+			needs = append(needs, key("ServiceAccount", d.Namespace, spec.ServiceAccountName))
+			for _, v := range spec.Volumes {
+				if v.ConfigMap != nil {
+					needs = append(needs, key("ConfigMap", d.Namespace, v.ConfigMap.Name))
+				}
+			}
+		}
+		for _, n := range needs {
+			if !seen[n] {
+				t.Errorf("%s comes before %s, which it needs", key(kind, m.GetNamespace(), m.GetName()), n)
+			}
+		}
+		seen[key(kind, m.GetNamespace(), m.GetName())] = true
+	}
 }

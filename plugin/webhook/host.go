@@ -130,8 +130,8 @@ func New(opts Options) (*Host, error) {
 	configs := opts.Configs
 	if configs == nil {
 		var err error
-		if configs, err = admission.ReadAdmissionConfiguration(opts.Enabled, opts.ConfigFile, configScheme); err != nil {
-			return nil, fmt.Errorf("reading the admission configuration %q: %w", opts.ConfigFile, err)
+		if configs, err = ReadAdmissionConfiguration(opts.Enabled, opts.ConfigFile); err != nil {
+			return nil, err
 		}
 	}
 	h := &Host{
@@ -201,6 +201,18 @@ func orDefault[T comparable](v, def T) T {
 		return def
 	}
 	return v
+}
+
+// ReadAdmissionConfiguration reads the plugins' configuration from an
+// AdmissionConfiguration file (kube-apiserver's format), as kube-apiserver
+// reads --admission-control-config-file: inline or by a path relative to
+// the file.
+func ReadAdmissionConfiguration(plugins []string, file string) (admission.ConfigProvider, error) {
+	configs, err := admission.ReadAdmissionConfiguration(plugins, file, configScheme)
+	if err != nil {
+		return nil, fmt.Errorf("reading the admission configuration %q: %w", file, err)
+	}
+	return configs, nil
 }
 
 // configScheme reads AdmissionConfiguration files, as kube-apiserver's

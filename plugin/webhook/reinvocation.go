@@ -18,6 +18,7 @@ package webhook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"hash/maphash"
 	"strconv"
@@ -97,9 +98,27 @@ type writtenValue struct {
 
 var fingerprintSeed = maphash.MakeSeed()
 
+// requestKey is the context key of WithRequest.
+type requestKey struct{}
+
+// WithRequest tells Review which request of the caller's its reviews
+// belong to, for a caller that knows (offline, which admits each input
+// object as a request of its own): reviews under different requests never
+// share a request state, even when the objects look alike, and the
+// reviews of one request share it as kube-apiserver's calls of one request
+// do. kube-apiserver's reviews carry none; the host recognizes them.
+func WithRequest(ctx context.Context, request string) context.Context {
+	return context.WithValue(ctx, requestKey{}, request)
+}
+
+func requestOf(ctx context.Context) string {
+	request, _ := ctx.Value(requestKey{}).(string)
+	return request
+}
+
 // fingerprint hashes what kube-apiserver sends the same on every call of
 // one request to the plugin's webhook.
-func fingerprint(plugin string, req *admissionv1.AdmissionRequest) uint64 {
+func fingerprint(plugin, request string, req *admissionv1.AdmissionRequest) uint64 {
 	var h maphash.Hash
 	h.SetSeed(fingerprintSeed)
 	field := func(s string) {
@@ -108,6 +127,7 @@ func fingerprint(plugin string, req *admissionv1.AdmissionRequest) uint64 {
 		_, _ = h.WriteString(s)
 	}
 	field(plugin)
+	field(request)
 	field(string(req.Operation))
 	field(req.Resource.String())
 	field(req.SubResource)
@@ -129,8 +149,8 @@ func fingerprint(plugin string, req *admissionv1.AdmissionRequest) uint64 {
 // state returns the state of the request req is a review of, and whether
 // an earlier review of the plugin's made it. Only mutating reviews leave a
 // state behind: a validating review comes after them.
-func (r *reinvocations) state(plugin string, req *admissionv1.AdmissionRequest, mutating bool) (*requestState, bool) {
-	key := fingerprint(plugin, req)
+func (r *reinvocations) state(plugin, request string, req *admissionv1.AdmissionRequest, mutating bool) (*requestState, bool) {
+	key := fingerprint(plugin, request, req)
 	r.mu.Lock()
 	var earlier []*requestState
 	if v, ok := r.cache.Get(key); ok {

@@ -60,7 +60,7 @@ func (h *Host) review(ctx context.Context, phase Phase, c *chain, req *admission
 		// nothing; the plugins after it get the same attributes, as
 		// kube-apiserver hands its chain's plugins one.
 		if attrs == nil {
-			if attrs, state, before, err = h.begin(phase, c, req); err != nil {
+			if attrs, state, before, err = h.begin(ctx, phase, c, req); err != nil {
 				lap()
 				return refuse(resp, err), took
 			}
@@ -98,12 +98,12 @@ func (h *Host) review(ctx context.Context, phase Phase, c *chain, req *admission
 // with the request's reinvocation context, returns the request's state
 // locked, and, for a mutating review of an object, the encoding the patch
 // is taken against.
-func (h *Host) begin(phase Phase, c *chain, req *admissionv1.AdmissionRequest) (*attributes, *requestState, []byte, error) {
+func (h *Host) begin(ctx context.Context, phase Phase, c *chain, req *admissionv1.AdmissionRequest) (*attributes, *requestState, []byte, error) {
 	attrs, err := h.newAttributes(req)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	state, recognized := h.reinvocations.state(c.key, req, phase == Mutate)
+	state, recognized := h.reinvocations.state(c.key, requestOf(ctx), req, phase == Mutate)
 	state.mu.Lock()
 	attrs.reinvocation = state.begin(req, phase == Mutate, recognized)
 	var before []byte

@@ -15,9 +15,10 @@ limitations under the License.
 */
 
 // Package podfields checks a preset's pod fields with kube-apiserver's own
-// pod validation, for every server admitkit builds with k8s.io/kubernetes:
-// the custom kube-apiserver's settings registry and the webhook server's
-// SettingsValidation plugin, so that both refuse the same presets with the
+// pod validation, in-process, for the custom kube-apiserver's settings
+// registry (the fork recipe's step 3b). The webhook server, which links no
+// k8s.io/kubernetes, asks its cluster's kube-apiserver instead
+// (plugin/webhook/podfields), and both refuse the same presets with the
 // same field paths and messages.
 package podfields
 

@@ -50,12 +50,20 @@ type PodPresetSpec struct {
 	// +optional
 	Selector metav1.LabelSelector `json:"selector,omitempty"`
 
+	// env, volumes and volumeMounts are atomic lists, not maps keyed by
+	// name or mountPath: as maps, a CustomResourceDefinition's schema
+	// refuses a repeated key itself (`spec.volumes[1]: Duplicate value`)
+	// before SettingsValidation sees the preset, where in-process the
+	// registry's validation names the field (`spec.volumes[1].name`), and
+	// it refuses a repeated env name that pods, and in-process presets,
+	// accept. Atomic, the registry's validation is the one judge on both
+	// hosts.
+
 	// Env defines the collection of EnvVar to inject into containers.
 	// +optional
 	// +patchMergeKey=name
 	// +patchStrategy=merge
-	// +listType=map
-	// +listMapKey=name
+	// +listType=atomic
 	Env []corev1.EnvVar `json:"env,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
 
 	// EnvFrom defines the collection of EnvFromSource to inject into containers.
@@ -67,16 +75,14 @@ type PodPresetSpec struct {
 	// +optional
 	// +patchMergeKey=name
 	// +patchStrategy=merge
-	// +listType=map
-	// +listMapKey=name
+	// +listType=atomic
 	Volumes []corev1.Volume `json:"volumes,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
 
 	// VolumeMounts defines the collection of VolumeMount to inject into containers.
 	// +optional
 	// +patchMergeKey=mountPath
 	// +patchStrategy=merge
-	// +listType=map
-	// +listMapKey=mountPath
+	// +listType=atomic
 	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty" patchStrategy:"merge" patchMergeKey:"mountPath"`
 
 	// Containers picks the containers (spec.containers) that get env, envFrom

@@ -18,6 +18,7 @@ package offline
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -26,6 +27,7 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -46,20 +48,58 @@ type Result struct {
 	Refusal *metav1.Status
 }
 
-// Admit judges obj as a create by requester (nil: an anonymous admin):
-// the defaults of its decoding, then every mutating plugin in chain order,
-// each changing what the one before it left, then every validating plugin.
-// An error means obj could not be judged (a namespace it needs was not
-// given, or it is not an object).
+// Admit judges obj as a create by requester (nil: an anonymous admin), a
+// request of its own: the defaults of its decoding, then every mutating
+// plugin in chain order, each changing what the one before it left, the
+// defaults again (kube-apiserver defaults what a webhook patched), then
+// every validating plugin. An error means obj could not be judged (a
+// namespace it needs was not given, or it is not an object).
 func (a *Admitter) Admit(ctx context.Context, obj *unstructured.Unstructured, requester user.Info) (*Result, error) {
 	if ns := obj.GetNamespace(); a.namespaces != nil && ns != "" && !a.namespaces[ns] {
 		return nil, &InputError{Object: describe(obj), Err: fmt.Errorf("namespace %q is not given, and a namespaceSelector reads namespaces", ns)}
 	}
-	defaulted, err := a.withDefaults(obj)
+	decoded, err := a.decoded(obj)
 	if err != nil {
 		return nil, &InputError{Object: describe(obj), Err: err}
 	}
-	return a.review(ctx, defaulted, requester, a.mutating, a.validating)
+	ctx = webhook.WithRequest(ctx, string(newUID()))
+	return a.review(ctx, decoded, requester, a.mutating, a.validating)
+}
+
+// decoded is obj as kube-apiserver decodes a create of it: a Secret's
+// stringData merged into its data (the conversion to the internal type
+// does that, so admission sees only data), and the defaults of a kind it
+// knows.
+func (a *Admitter) decoded(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	out := obj
+	if obj.GroupVersionKind() == corev1.SchemeGroupVersion.WithKind("Secret") {
+		out = obj.DeepCopy()
+		if err := mergeStringData(out); err != nil {
+			return nil, err
+		}
+	}
+	return a.withDefaults(out)
+}
+
+// mergeStringData moves a Secret's stringData into its data, base64
+// encoded; a key in both takes stringData's value.
+func mergeStringData(secret *unstructured.Unstructured) error {
+	stringData, found, err := unstructured.NestedStringMap(secret.Object, "stringData")
+	if err != nil || !found {
+		return err
+	}
+	data, _, err := unstructured.NestedMap(secret.Object, "data")
+	if err != nil {
+		return err
+	}
+	if data == nil {
+		data = map[string]any{}
+	}
+	for k, v := range stringData {
+		data[k] = base64.StdEncoding.EncodeToString([]byte(v))
+	}
+	unstructured.RemoveNestedField(secret.Object, "stringData")
+	return unstructured.SetNestedMap(secret.Object, data, "data")
 }
 
 // withDefaults gives obj the defaults kube-apiserver's decoding gives a
@@ -115,10 +155,31 @@ func (a *Admitter) review(ctx context.Context, obj *unstructured.Unstructured, r
 			if raw, err = applyPatch(raw, resp.Patch); err != nil {
 				return nil, fmt.Errorf("the patch of %s: %w", strings.Join(phase.plugins, ", "), err)
 			}
+			if raw, err = a.defaultAgain(raw); err != nil {
+				return nil, fmt.Errorf("the object %s patched: %w", strings.Join(phase.plugins, ", "), err)
+			}
 		}
 	}
 	result.Object = &unstructured.Unstructured{}
 	return result, result.Object.UnmarshalJSON(raw)
+}
+
+// defaultAgain gives a patched object the defaults of its kind again, as
+// kube-apiserver decodes and defaults what a mutating webhook patched: a
+// container whose limits a mutator set gets the same requests.
+func (a *Admitter) defaultAgain(raw []byte) ([]byte, error) {
+	if a.defaulter == nil {
+		return raw, nil
+	}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(raw); err != nil {
+		return nil, err
+	}
+	defaulted, err := a.withDefaults(obj)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(defaulted.Object)
 }
 
 func applyPatch(doc, patch []byte) ([]byte, error) {

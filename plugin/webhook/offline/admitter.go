@@ -54,7 +54,9 @@ type Options struct {
 	EffectiveVersion compatibility.EffectiveVersion
 	// Defaulter, when set, gives each object the defaults kube-apiserver
 	// gives it when it decodes a create, before any admission plugin
-	// sees it (a server built with k8s.io/kubernetes passes its scheme).
+	// sees it, and again after a mutating plugin's patch (the command
+	// passes defaults.NewScheme(), kube-apiserver's defaulting without
+	// k8s.io/kubernetes).
 	Defaulter runtime.ObjectDefaulter
 	// ReadyTimeout bounds the wait for the plugins' caches; zero means a
 	// minute.

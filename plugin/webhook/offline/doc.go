@@ -27,4 +27,11 @@ limitations under the License.
 // in one review, as the webhook server answers a path naming them all,
 // with the JSONPatch it returns applied, then every validating plugin, and
 // returns the object admitted with the warnings, or the refusal.
+//
+// Run is `admitkit admit` without its flags: it reads the input and state
+// manifests (ReadObjects, ReadState), gives each object the namespace its
+// kind's scope asks for (Kinds: the built-in kinds' scope from client-go's
+// typed clients, the CRDs' from their definitions), admits each object as
+// a request of its own and, when asked, the pod the controller of each
+// admitted workload would create. RunTests is `admitkit admit test`.
 package offline

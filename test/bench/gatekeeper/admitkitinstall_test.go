@@ -52,7 +52,7 @@ func installAdmitkit(t *testing.T, s *stockServer, bins binaries) (string, []byt
 	ca := writeServingCert(t, dir)
 	writeFile(t, filepath.Join(dir, "admission-config.yaml"), admitkitAdmissionConfig(t, objs))
 	port := strconv.Itoa(freePorts(t, 1))
-	p := startProcess(t, dir, "admitkit-webhook", bins.admitkitWebhook, nil,
+	p := startProcess(t, dir, "admitkit-webhook", bins.admitkit, nil, "webhook",
 		"--kubeconfig="+s.kubeconfig(t, dir, identities[1].token),
 		"--bind-address=127.0.0.1", "--secure-port="+port,
 		"--tls-cert-file="+filepath.Join(dir, "tls.crt"), "--tls-private-key-file="+filepath.Join(dir, "tls.key"),

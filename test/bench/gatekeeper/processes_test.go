@@ -31,7 +31,7 @@ import (
 
 // binaries are the executables the latency comparison runs as processes.
 type binaries struct {
-	kubeAPIServer, etcd, admitkitWebhook, gatekeeper string
+	kubeAPIServer, etcd, admitkit, gatekeeper string
 }
 
 // buildBinaries builds, without -race (they are the servers being
@@ -50,15 +50,15 @@ func buildBinaries(t *testing.T) binaries {
 		dir = t.TempDir()
 	}
 	bins := binaries{
-		kubeAPIServer:   filepath.Join(dir, "kube-apiserver"),
-		etcd:            filepath.Join(dir, "admitkit-etcd"),
-		admitkitWebhook: filepath.Join(dir, "admitkit-webhook"),
-		gatekeeper:      filepath.Join(dir, "gatekeeper-manager"),
+		kubeAPIServer: filepath.Join(dir, "kube-apiserver"),
+		etcd:          filepath.Join(dir, "admitkit-etcd"),
+		admitkit:      filepath.Join(dir, "admitkit"),
+		gatekeeper:    filepath.Join(dir, "gatekeeper-manager"),
 	}
 	builds := []struct{ dir, out, pkg string }{
 		{"../..", bins.kubeAPIServer, "./cmd/kube-apiserver"},
 		{"../..", bins.etcd, "./cmd/admitkit-etcd"},
-		{"../..", bins.admitkitWebhook, "./cmd/admitkit-webhook"},
+		{"../../..", bins.admitkit, "./plugin/cmd/admitkit"},
 		{moduleDir(t, gatekeeperModule), bins.gatekeeper, "."},
 	}
 	if prebuilt {

@@ -63,7 +63,7 @@ func run(m *testing.M) int {
 	}
 
 	// The stock host's commands build while the in-process server starts.
-	framework.PrebuildCommands("kube-apiserver", "admitkit-webhook", "kube-controller-manager", "kubectl")
+	framework.PrebuildCommands("kube-apiserver", "admitkit", "kube-controller-manager", "kubectl")
 	// One check for every test: a build that lost a plugin fails the
 	// package, rather than a test of that plugin skipping.
 	if registered := apiserver.AdmitkitPlugins(); !slices.Equal(registered, admitkitPlugins) {

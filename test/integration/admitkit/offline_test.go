@@ -46,7 +46,7 @@ import (
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
-// TestOfflineIsTheServer is the proof that `admitkit-webhook admit` is the
+// TestOfflineIsTheServer is the proof that `admitkit admit` is the
 // server: for random namespaces, presets, mutators and pods (package
 // fuzzobjects' generators), what admit prints for a pod equals what the
 // server stores for the same create, less what only a server can write,
@@ -59,7 +59,7 @@ func TestOfflineIsTheServer(t *testing.T) {
 	seed := envNumber(t, "ADMITKIT_OFFLINE_SEED", 1)
 	cases := envNumber(t, "ADMITKIT_OFFLINE_CASES", 24)
 	t.Logf("seed %d (ADMITKIT_OFFLINE_SEED=%d reruns these cases), %d cases", seed, seed, cases)
-	admit, err := framework.BuildCommand("admitkit-webhook")
+	admit, err := framework.BuildCommand("admitkit")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,13 +461,13 @@ type admitResult struct {
 	stderr  string
 }
 
-// admitRun is one `admitkit-webhook admit` under way.
+// admitRun is one `admitkit admit` under way.
 type admitRun struct {
 	cmd            *exec.Cmd
 	stdout, stderr bytes.Buffer
 }
 
-// startAdmit starts `admitkit-webhook admit` on the case's pod, with state
+// startAdmit starts `admitkit admit` on the case's pod, with state
 // as --state files and the server's mutator configuration.
 func (o *offlineRun) startAdmit(t *testing.T, c offlineCase, state []any) *admitRun {
 	t.Helper()

@@ -81,14 +81,17 @@ var (
 
 // TestPresetValidation writes presets that would make every pod they
 // select invalid, on create and on update, as PodPresets and as
-// ClusterPodPresets: the server refuses each with 422 naming the preset's
-// own field, as Kubernetes 1.19 did, because test/apiserver hands the
-// registry kube-apiserver's pod validation. What each case breaks is
+// ClusterPodPresets, on each host: the server refuses each with 422 naming
+// the preset's own field, as Kubernetes 1.19 did, because test/apiserver
+// hands the registry kube-apiserver's pod validation, and the webhook host
+// asks its kube-apiserver with a dry-run pod. What each case breaks is
 // first shown to be the only problem: the same preset with that part
 // repaired is accepted.
-func TestPresetValidation(t *testing.T) {
+func TestPresetValidation(t *testing.T) { onEachHost(t, testPresetValidation) }
+
+func testPresetValidation(t *testing.T, h *host) {
 	ns := "preset-validation"
-	framework.CreateNamespace(t, server.AdminConfig(), ns, nil)
+	framework.CreateNamespace(t, h.server.AdminConfig(), ns, nil)
 	type testCase struct {
 		spec, fixed settingsv1alpha1.PodPresetSpec
 		field       string // the preset's field the 422 must name (as a prefix)
@@ -126,9 +129,29 @@ func TestPresetValidation(t *testing.T) {
 		},
 		field: "spec.volumeMounts", // pod validation names no index here
 	}
+	// A repeated name or mount path is named at its field on both hosts
+	// (the CRD's lists are atomic, so its schema leaves them to the
+	// registry's validation).
+	emptyDir := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+	cases["volume name repeated"] = testCase{
+		spec:  settingsv1alpha1.PodPresetSpec{Volumes: []corev1.Volume{{Name: "v", VolumeSource: emptyDir}, {Name: "v", VolumeSource: emptyDir}}},
+		fixed: settingsv1alpha1.PodPresetSpec{Volumes: []corev1.Volume{{Name: "v", VolumeSource: emptyDir}, {Name: "w", VolumeSource: emptyDir}}},
+		field: "spec.volumes[1].name",
+	}
+	cases["mount path repeated"] = testCase{
+		spec: settingsv1alpha1.PodPresetSpec{
+			Volumes:      []corev1.Volume{{Name: "v", VolumeSource: emptyDir}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/data"}, {Name: "v", MountPath: "/data"}},
+		},
+		fixed: settingsv1alpha1.PodPresetSpec{
+			Volumes:      []corev1.Volume{{Name: "v", VolumeSource: emptyDir}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/data"}, {Name: "v", MountPath: "/other"}},
+		},
+		field: "spec.volumeMounts[1].mountPath",
+	}
 
 	ctx := context.Background()
-	presets := framework.SettingsClient(t, server.AdminConfig()).SettingsV1alpha1()
+	presets := framework.SettingsClient(t, h.server.AdminConfig()).SettingsV1alpha1()
 	i := 0
 	for name, tc := range cases {
 		i++

@@ -29,6 +29,12 @@ import (
 // commandsModule is the module whose commands BuildCommand builds.
 const commandsModule = "github.com/admitkit/admitkit/test/cmd/"
 
+// productCommands are admitkit's own commands, in the root module (this
+// module reaches it by its replace), which BuildCommand builds by name.
+var productCommands = map[string]string{
+	"admitkit": "github.com/admitkit/admitkit/plugin/cmd/admitkit",
+}
+
 // upstreamCommands are the commands BuildCommand takes from Kubernetes
 // itself, as hack/local-up.sh builds them, rather than from test/cmd.
 var upstreamCommands = map[string]string{
@@ -54,8 +60,8 @@ type build struct {
 	err  error
 }
 
-// BuildCommand builds test/cmd/<name>, or the upstream command of that
-// name, once per test binary and returns the executable's path. A server
+// BuildCommand builds test/cmd/<name>, or admitkit's or the upstream
+// command of that name, once per test binary and returns the executable's path. A server
 // is built with the race detector exactly when the test binary is, so that
 // the build cache the test binary filled serves every package and only the
 // link is new; a client (clients) never is.
@@ -96,6 +102,9 @@ func goBuild(name string) (string, error) {
 	pkg := commandsModule + name
 	if upstream, ok := upstreamCommands[name]; ok {
 		pkg = upstream
+	}
+	if product, ok := productCommands[name]; ok {
+		pkg = product
 	}
 	args = append(args, pkg)
 	// The go command on PATH, as hack/test.sh and every Go user runs it.

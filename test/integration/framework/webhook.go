@@ -57,7 +57,7 @@ type WebhookConfig struct {
 	Identity string
 }
 
-// Webhook is admitkit's webhook server (test/cmd/admitkit-webhook) running
+// Webhook is admitkit's webhook server (`admitkit webhook`) running
 // as a process on 127.0.0.1 for a stock kube-apiserver.
 type Webhook struct {
 	// URL is where it serves, https://127.0.0.1:<port>.
@@ -114,7 +114,7 @@ var serviceRef = regexp.MustCompile(`(?m)^(\s+)service:\n\s+name: admitkit-webho
 // and the test's CA as caBundle, as upstream's own integration tests
 // reach webhooks. It returns once the webhooks take requests.
 func StartWebhookHost(srv *Server, cfg WebhookConfig) (*Webhook, error) {
-	binary, err := BuildCommand("admitkit-webhook")
+	binary, err := BuildCommand("admitkit")
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +169,7 @@ func StartWebhookHost(srv *Server, cfg WebhookConfig) (*Webhook, error) {
 // webhook configurations keep pointing at the first; the replica serves
 // whoever calls it, and its plugins write their own status entries.
 func StartWebhookReplica(srv *Server, cfg WebhookConfig) (*Webhook, error) {
-	binary, err := BuildCommand("admitkit-webhook")
+	binary, err := BuildCommand("admitkit")
 	if err != nil {
 		return nil, err
 	}
@@ -224,6 +224,7 @@ func newWebhook(srv *Server, binary string, cfg WebhookConfig) (*Webhook, error)
 		caPEM:  certPEM,
 		binary: binary,
 		args: []string{
+			"webhook",
 			"--kubeconfig=" + filepath.Join(dir, "kubeconfig"),
 			"--bind-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(ports[0]),

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package offline
 
 import (
 	"encoding/json"
@@ -26,16 +26,16 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// printResults writes the admitted objects as YAML documents, or one JSON
+// Print writes the admitted objects as YAML documents, or one JSON
 // v1 List, or with diff a unified diff per object of what admission
 // changed.
-func printResults(w io.Writer, results []admitted, output string, diff bool) error {
+func Print(w io.Writer, results []Admitted, output string, diff bool) error {
 	if diff {
 		for _, r := range results {
-			if r.result.Object == nil {
+			if r.Result.Object == nil {
 				continue
 			}
-			text, err := unifiedDiff(r.name+" (given)", r.name+" (admitted)", r.input, r.result.Object)
+			text, err := unifiedDiff(r.Name+" (given)", r.Name+" (admitted)", r.Input, r.Result.Object)
 			if err != nil {
 				return err
 			}
@@ -46,8 +46,8 @@ func printResults(w io.Writer, results []admitted, output string, diff bool) err
 	if output == "json" {
 		list := map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{}}
 		for _, r := range results {
-			if r.result.Object != nil {
-				list["items"] = append(list["items"].([]any), r.result.Object.Object)
+			if r.Result.Object != nil {
+				list["items"] = append(list["items"].([]any), r.Result.Object.Object)
 			}
 		}
 		data, err := json.MarshalIndent(list, "", "  ")
@@ -58,10 +58,10 @@ func printResults(w io.Writer, results []admitted, output string, diff bool) err
 		return err
 	}
 	for _, r := range results {
-		if r.result.Object == nil {
+		if r.Result.Object == nil {
 			continue
 		}
-		data, err := yaml.Marshal(r.result.Object.Object)
+		data, err := yaml.Marshal(r.Result.Object.Object)
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package webhook
 
 import (
 	"context"
@@ -32,11 +32,11 @@ import (
 // longest webhook timeout is 30 s.
 const shutdownTimeout = 30 * time.Second
 
-// serve serves handler over TLS on addr until ctx ends. Then /readyz fails
+// Serve serves handler over TLS on addr until ctx ends. Then /readyz fails
 // for delay while everything else is still served, so that the Service
 // takes the pod out before it stops listening; then the server stops
 // accepting and waits for the reviews in flight.
-func serve(ctx context.Context, addr string, handler http.Handler, getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error), delay time.Duration) error {
+func Serve(ctx context.Context, addr string, handler http.Handler, getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error), delay time.Duration) error {
 	var draining atomic.Bool
 	mux := http.NewServeMux()
 	mux.Handle("/", handler)

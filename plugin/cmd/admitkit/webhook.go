@@ -24,19 +24,64 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/cli/globalflag"
 	"k8s.io/component-base/featuregate"
+	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/term"
+	"k8s.io/component-base/version/verflag"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/podpreset"
+	"github.com/admitkit/admitkit/plugin/webhook/podfields"
 	"github.com/admitkit/admitkit/plugin/webhook/servingcert"
 	settingsadmission "github.com/admitkit/admitkit/registry/settings/admission"
 )
 
-// options are the command's flags.
+// newWebhookCommand is `admitkit webhook`: admitkit's admission plugins
+// served to a stock kube-apiserver as admission webhooks (package
+// plugin/webhook): POST /mutate/<plugin> and /validate/<plugin> over TLS
+// (or a chain of plugins in one review, /mutate/<plugin>/<plugin>...), with
+// /healthz, /readyz and /metrics. It reaches the API server with
+// --kubeconfig, or in a pod with its service account.
+func newWebhookCommand() (*cobra.Command, error) {
+	o, err := newOptions()
+	if err != nil {
+		return nil, err
+	}
+	cmd := &cobra.Command{
+		Use:          "webhook",
+		Short:        "Serve admitkit's admission plugins as admission webhooks for a stock kube-apiserver",
+		SilenceUsage: true,
+		Args:         cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			verflag.PrintAndExitIfRequested()
+			if err := logsapi.ValidateAndApply(o.Logs, o.FeatureGate); err != nil {
+				return err
+			}
+			cliflag.PrintFlags(cmd.Flags())
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	fss := o.Flags()
+	verflag.AddFlags(fss.FlagSet("global"))
+	globalflag.AddGlobalFlags(fss.FlagSet("global"), cmd.Name(), logs.SkipLoggingConfigurationFlags())
+	for _, fs := range fss.FlagSets {
+		cmd.Flags().AddFlagSet(fs)
+	}
+	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
+	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
+	return cmd, nil
+}
+
+// options are the webhook command's flags.
 type options struct {
 	Kubeconfig    string
 	BindAddress   net.IP
@@ -47,6 +92,10 @@ type options struct {
 	Plugins       []string
 	Identity      string
 	ShutdownDelay time.Duration
+	// DryRunNamespace and DryRunServiceAccount are where and as whom
+	// presets' pod fields are checked.
+	DryRunNamespace      string
+	DryRunServiceAccount string
 	// Cert is the self-managed certificate's flags, or a given one's CA.
 	Cert servingcert.Flags
 
@@ -76,8 +125,11 @@ func newOptions() (*options, error) {
 		Plugins:       defaultPlugins,
 		Identity:      defaultIdentity(),
 		ShutdownDelay: 5 * time.Second,
-		FeatureGate:   gate,
-		Logs:          logsapi.NewLoggingConfiguration(),
+		// The server's own namespace, which its webhooks leave out.
+		DryRunNamespace:      podfields.DefaultNamespace,
+		DryRunServiceAccount: podfields.DefaultServiceAccount,
+		FeatureGate:          gate,
+		Logs:                 logsapi.NewLoggingConfiguration(),
 	}, nil
 }
 
@@ -107,6 +159,8 @@ func (o *options) Flags() cliflag.NamedFlagSets {
 	fs.StringSliceVar(&o.Plugins, "plugins", o.Plugins, "The admission plugins to serve, each at /mutate/<name> and/or /validate/<name>, and in chains at /mutate/<name>/<name>...")
 	fs.StringVar(&o.Identity, "identity", o.Identity, "The identity the plugins write their status entries under; unique per replica.")
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay-duration", o.ShutdownDelay, "On SIGTERM, how long /readyz fails while requests are still served, so that the Service stops sending new ones before the server stops.")
+	fs.StringVar(&o.DryRunNamespace, "dry-run-namespace", o.DryRunNamespace, "The namespace where a preset's env, envFrom, volumes and volumeMounts are checked by a server-side dry-run create of a pod holding them: the server's own, which its webhooks leave out, where it may create pods.")
+	fs.StringVar(&o.DryRunServiceAccount, "dry-run-service-account", o.DryRunServiceAccount, "The service account of that pod, one that exists in --dry-run-namespace: the server's own.")
 	o.Cert.AddFlags(fss.FlagSet("serving certificate"))
 	o.FeatureGate.AddFlag(fss.FlagSet("feature gates"))
 	logsapi.AddFlags(o.Logs, fss.FlagSet("logs"))
@@ -127,6 +181,9 @@ func (o *options) Validate() error {
 	}
 	if strings.TrimSpace(o.Identity) == "" {
 		errs = append(errs, errors.New("--identity is empty"))
+	}
+	if o.DryRunNamespace == "" || o.DryRunServiceAccount == "" {
+		errs = append(errs, errors.New("--dry-run-namespace and --dry-run-service-account must not be empty"))
 	}
 	if o.ShutdownDelay < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-delay-duration %v is negative", o.ShutdownDelay))

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package offline
 
 import (
 	"context"
@@ -26,8 +26,9 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"sigs.k8s.io/yaml"
 )
 
@@ -61,32 +62,25 @@ type expected struct {
 	BadInput string           `json:"badInput,omitempty"`
 }
 
-func newAdmitTestCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:          "test DIR|FILE ...",
-		Short:        "Run admit test cases: a line per case, a diff per failure, then N passed, N failed",
-		Args:         cobra.MinimumNArgs(1),
-		SilenceUsage: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runTests(cmd.Context(), args, cmd.OutOrStdout())
-		},
-	}
-}
-
-func runTests(ctx context.Context, paths []string, w io.Writer) error {
+// RunTests runs the admit test cases of the files and directories given,
+// with the plugins, gates and defaults of base, and writes a line per
+// case, what differs for each failure, and then "N passed, N failed". It
+// returns how many failed; an error is an *InputError for a file that
+// cannot be read.
+func RunTests(ctx context.Context, base Options, paths []string, w io.Writer) (int, error) {
 	var passed, failed int
 	for _, p := range paths {
-		files, err := expandPath(p)
+		files, err := ExpandPath(p)
 		if err != nil {
-			return &exitError{exitBadInput, err}
+			return failed, &InputError{Object: p, Err: err}
 		}
 		for _, f := range files {
 			cases, err := readCases(f)
 			if err != nil {
-				return &exitError{exitBadInput, err}
+				return failed, &InputError{Object: f, Err: err}
 			}
 			for _, c := range cases {
-				if problem := runCase(ctx, filepath.Dir(f), c); problem != "" {
+				if problem := runCase(ctx, base, filepath.Dir(f), c); problem != "" {
 					failed++
 					fmt.Fprintf(w, "FAIL %s: %s\n%s\n", f, c.Name, problem)
 				} else {
@@ -97,10 +91,7 @@ func runTests(ctx context.Context, paths []string, w io.Writer) error {
 		}
 	}
 	fmt.Fprintf(w, "%d passed, %d failed\n", passed, failed)
-	if failed > 0 {
-		return &exitError{exitRefused, fmt.Errorf("%d failed", failed)}
-	}
-	return nil
+	return failed, nil
 }
 
 func readCases(name string) ([]testCase, error) {
@@ -110,26 +101,28 @@ func readCases(name string) ([]testCase, error) {
 	}
 	var f testFile
 	if err := yaml.UnmarshalStrict(data, &f); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
 	return f.Cases, nil
 }
 
 // runCase admits the case's input and returns what differs from its
 // expectation, or "".
-func runCase(ctx context.Context, dir string, c testCase) string {
-	o := &admitOptions{Namespace: c.Namespace, User: c.User, Groups: c.Groups, ExpandPods: c.ExpandPods}
-	if o.Namespace == "" {
-		o.Namespace = "default"
+func runCase(ctx context.Context, base Options, dir string, c testCase) string {
+	cfg := Config{Namespace: c.Namespace, ExpandPods: c.ExpandPods, State: relativeTo(dir, c.State)}
+	if cfg.Namespace == "" {
+		cfg.Namespace = metav1.NamespaceDefault
 	}
-	o.State = relativeTo(dir, c.State)
+	if c.User != "" || len(c.Groups) > 0 {
+		cfg.Requester = &user.DefaultInfo{Name: c.User, Groups: c.Groups}
+	}
 	if c.MutatorConfig != "" {
-		o.MutatorConfig = filepath.Join(dir, c.MutatorConfig)
+		cfg.AdmissionConfigFile = filepath.Join(dir, c.MutatorConfig)
 	}
-	results, err := admitCase(ctx, o, relativeTo(dir, c.Input))
-	var exit *exitError
+	results, err := Run(ctx, base, cfg, relativeTo(dir, c.Input), strings.NewReader(""))
+	var inputErr *InputError
 	switch {
-	case errors.As(err, &exit) && exit.code == exitBadInput:
+	case errors.As(err, &inputErr):
 		if c.Expect.BadInput == "" || !strings.Contains(err.Error(), c.Expect.BadInput) {
 			return fmt.Sprintf("  bad input: %v\n  want bad input containing %q", err, c.Expect.BadInput)
 		}
@@ -142,26 +135,13 @@ func runCase(ctx context.Context, dir string, c testCase) string {
 	return compareResults(results, c.Expect)
 }
 
-func admitCase(ctx context.Context, o *admitOptions, input []string) ([]admitted, error) {
-	docs, err := readObjects(input, strings.NewReader(""))
-	if err != nil {
-		return nil, &exitError{exitBadInput, err}
-	}
-	a, err := o.newAdmitter(ctx, strings.NewReader(""))
-	if err != nil {
-		return nil, err
-	}
-	defer a.Close()
-	return admitAll(ctx, a, docs, o.Namespace, o.requester(), o.ExpandPods)
-}
-
-func compareResults(results []admitted, want expected) string {
+func compareResults(results []Admitted, want expected) string {
 	var problems []string
 	var refusals, warnings []string
 	for _, r := range results {
-		warnings = append(warnings, r.result.Warnings...)
-		if r.result.Refusal != nil {
-			refusals = append(refusals, r.name+": "+r.result.Refusal.Message)
+		warnings = append(warnings, r.Result.Warnings...)
+		if r.Result.Refusal != nil {
+			refusals = append(refusals, r.Name+": "+r.Result.Refusal.Message)
 		}
 	}
 	refusal := strings.Join(refusals, "\n")
@@ -177,14 +157,14 @@ func compareResults(results []admitted, want expected) string {
 		problems = append(problems, fmt.Sprintf("  warnings %q, want none", warnings))
 	}
 	for i, obj := range want.Objects {
-		if i >= len(results) || results[i].result.Object == nil {
+		if i >= len(results) || results[i].Result.Object == nil {
 			problems = append(problems, fmt.Sprintf("  object %d was not admitted", i+1))
 			continue
 		}
-		got := results[i].result.Object
+		got := results[i].Result.Object
 		if !contains(got.Object, obj) {
 			text, _ := unifiedDiff("want", "admitted", &unstructured.Unstructured{Object: obj}, &unstructured.Unstructured{Object: within(got.Object, obj)})
-			problems = append(problems, "  "+results[i].name+" differs:\n"+text)
+			problems = append(problems, "  "+results[i].Name+" differs:\n"+text)
 		}
 	}
 	return strings.Join(problems, "\n")

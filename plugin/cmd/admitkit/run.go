@@ -31,8 +31,8 @@ import (
 
 	"github.com/admitkit/admitkit/plugin"
 	"github.com/admitkit/admitkit/plugin/webhook"
+	"github.com/admitkit/admitkit/plugin/webhook/podfields"
 	settingsadmission "github.com/admitkit/admitkit/registry/settings/admission"
-	"github.com/admitkit/admitkit/test/podfields"
 )
 
 // Run builds the plugins, starts their informers and serves until ctx
@@ -76,7 +76,8 @@ func (o *options) Run(ctx context.Context) error {
 	}
 	registry := admission.NewPlugins()
 	plugin.RegisterAllAdmissionPlugins(registry)
-	settingsadmission.Register(registry, podfields.Validate)
+	// Presets' pod fields are checked by the cluster's own kube-apiserver.
+	settingsadmission.Register(registry, podfields.DryRun(client, o.DryRunNamespace, o.DryRunServiceAccount))
 	host, err := webhook.New(webhook.Options{
 		Plugins:      registry,
 		Enabled:      o.Plugins,
@@ -91,7 +92,7 @@ func (o *options) Run(ctx context.Context) error {
 	host.Start(drained)
 	klog.InfoS("Serving admission webhooks", "plugins", host.Plugins(), "identity", o.Identity)
 	addr := net.JoinHostPort(o.BindAddress.String(), strconv.Itoa(o.SecurePort))
-	return serve(ctx, addr, host.Handler(), cert.GetCertificate, o.ShutdownDelay)
+	return webhook.Serve(ctx, addr, host.Handler(), cert.GetCertificate, o.ShutdownDelay)
 }
 
 // clientConfig is kubeconfig's, or the pod's service account's when

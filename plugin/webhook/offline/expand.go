@@ -14,10 +14,14 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package offline
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
+
+	"github.com/davecgh/go-spew/spew"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -25,11 +29,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/kubernetes/pkg/controller"
+	"k8s.io/apimachinery/pkg/util/rand"
 )
 
-// podOf returns the pod the controller of a workload would create from its
-// template, as the controller names and labels it (what the controller
+// podOf returns the pod the controller of an admitted workload would
+// create from its template, as the controller names and labels it (what the controller
 // learns only from the API, a uid or an ordinal beyond the first, is
 // left out), or nil for an object that is no workload.
 func podOf(u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
@@ -68,7 +72,7 @@ func templateOf(u *unstructured.Unstructured) (*corev1.PodTemplateSpec, string, 
 		}
 		// The ReplicaSet is named after the template's hash, and its pods
 		// carry the hash as a label.
-		hash := controller.ComputeHash(&d.Spec.Template, d.Status.CollisionCount)
+		hash := PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
 		return &d.Spec.Template, fmt.Sprintf("%s-%s-", name, hash), "", map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: hash}, nil
 	case appsv1.SchemeGroupVersion.WithKind("ReplicaSet"):
 		rs := &appsv1.ReplicaSet{}
@@ -97,4 +101,24 @@ func templateOf(u *unstructured.Unstructured) (*corev1.PodTemplateSpec, string, 
 		return &cj.Spec.JobTemplate.Spec.Template, name + "-", "", nil, nil
 	}
 	return nil, "", "", nil, nil
+}
+
+// templatePrinter prints a template the way the deployment controller's
+// hash reads it: every field, map keys sorted, no String methods.
+var templatePrinter = spew.ConfigState{Indent: " ", SortKeys: true, DisableMethods: true, SpewKeys: true}
+
+// PodTemplateHash is the pod-template-hash the deployment controller gives
+// the ReplicaSet of a Deployment's template, and its pods: FNV-1a (32 bit)
+// of the template as go-spew prints it, followed by the collision count
+// (little-endian, in eight bytes) when there is one, written in the
+// alphabet of generated names.
+func PodTemplateHash(template *corev1.PodTemplateSpec, collisionCount *int32) string {
+	h := fnv.New32a()
+	templatePrinter.Fprintf(h, "%#v", *template)
+	if collisionCount != nil {
+		var count [8]byte
+		binary.LittleEndian.PutUint32(count[:], uint32(*collisionCount))
+		_, _ = h.Write(count[:])
+	}
+	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
 }
