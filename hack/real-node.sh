@@ -18,8 +18,8 @@
 #     missing), with containerd's root, state, socket and CNI files in a
 #     temporary directory, never the system's;
 #   - a pause image the script builds (a static Go program that sleeps until
-#     signalled, packed as an OCI archive) and the admitkit image, imported
-#     with `ctr -n k8s.io images import`.
+#     signalled, packed as an OCI archive) and admitkit's image from
+#     hack/image, both imported with `ctr -n k8s.io images import`.
 # Pods get addresses of POD_CIDR on the bridge cni0; the bridge's own address
 # is the node's, where kube-apiserver and the kubelet serve. Pods reach the
 # `kubernetes` Service without kube-proxy through one DNAT rule that sends
@@ -33,22 +33,26 @@
 #   - the kubelet sets machine-wide sysctls (vm.overcommit_memory,
 #     kernel.panic, kernel.panic_on_oops, ...): the script binds files over
 #     them in its mount namespace, so the machine's values never change;
-#   - containerd keeps shim sockets and network namespaces under /run, and the
-#     kubelet writes /var/log/{pods,containers}: both are tmpfs in the mount
-#     namespace;
+#   - containerd keeps shim sockets and network namespaces under /run, the
+#     kubelet writes /var/log/{pods,containers} and
+#     /var/lib/kubelet/device-plugins, and CNI caches results in
+#     /var/lib/cni, whatever their roots: /run, /var/log and /var/lib are
+#     tmpfs in the mount namespace;
 #   - the kubelet's pods live under the cgroup root realnode-<pid> in every
 #     hierarchy, and runc also makes them in the cgroup v2 one: cleanup
 #     removes the tree from each.
 #
-# Then, with admitkit installed from hack/manifests (the Deployment's image
-# built from test/cmd/admitkit-webhook, static, as the README describes), it
-# checks through the Service and prints each result with its time:
+# Then it installs admitkit with the chart (hack/chart/admitkit, helm from
+# hack/tools), unchanged but for the image, as the README does, and checks
+# through the Service, printing each result with its time:
 #   ready      both replicas Ready
 #   walkthrough  hack/examples' PodPreset and live Assign reach a pod
 #   failover   a replica's pod deleted under pod-create load: no pod stored
 #              half-mutated, creates recover (refusals are counted)
-#   upgrade    a rollout restart under load refuses no create
-#   uninstall  the cluster stays writable after admitkit is removed
+#   upgrade    a helm upgrade that rolls the replicas, under load, refuses
+#              no create
+#   uninstall  helm uninstall leaves the cluster writable (a pod and a
+#              ConfigMap created after)
 #
 # On exit (success, failure or Ctrl-C) every process, mount, namespace,
 # cgroup and temporary file it made is gone.
@@ -56,7 +60,7 @@
 # Environment:
 #   SKIP_BUILD   set to reuse the binaries and images in _output/realnode
 #   KEEP_LOGS    a directory to copy the components' logs into before cleanup
-#   LOAD_PODS    pod creates in each load check (default 40)
+#   LOAD_PODS    the least pod creates in each load check (default 40)
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -72,8 +76,6 @@ NODE_IP=10.88.0.1
 SERVICE_CIDR=10.96.0.0/24
 KUBERNETES_SERVICE_IP=10.96.0.1
 PAUSE_IMAGE=realnode.local/pause:1
-# hack/manifests/deployment.yaml's image, as containerd names it.
-ADMITKIT_IMAGE=docker.io/library/admitkit-webhook:latest
 LOAD_PODS=${LOAD_PODS:-40}
 
 now() { date +%s.%N; }
@@ -99,14 +101,15 @@ if [[ "${REALNODE_INSIDE:-}" != 1 ]]; then
 
     mkdir -p "${BIN}" "${OUT}/image"
     if [[ -z "${SKIP_BUILD:-}" ]]; then
-        echo "Building etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kubectl into ${BIN} (minutes the first time)..."
+        echo "Building etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kubectl, helm and admitkit's image into ${OUT} (minutes the first time)..."
         (cd test && nice -n 10 go build -o "${BIN}/admitkit-etcd" ./cmd/admitkit-etcd \
             && nice -n 10 go build -o "${BIN}/kube-apiserver" ./cmd/kube-apiserver \
             && nice -n 10 go build -o "${BIN}/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager \
             && nice -n 10 go build -o "${BIN}/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler \
             && nice -n 10 go build -o "${BIN}/kubelet" k8s.io/kubernetes/cmd/kubelet \
-            && nice -n 10 go build -o "${BIN}/kubectl" k8s.io/kubernetes/cmd/kubectl \
-            && CGO_ENABLED=0 nice -n 10 go build -trimpath -o "${OUT}/image/admitkit-webhook" ./cmd/admitkit-webhook)
+            && nice -n 10 go build -o "${BIN}/kubectl" k8s.io/kubernetes/cmd/kubectl)
+        (cd hack/tools && nice -n 10 go build -o "${BIN}/helm" helm.sh/helm/v4/cmd/helm)
+        nice -n 10 go run ./hack/image -o "${OUT}/admitkit-oci" -tar "${OUT}/admitkit-image.tar"
 
         # The pause image: a static program that sleeps until signalled.
         pause_src="${OUT}/pause-src"
@@ -157,11 +160,10 @@ GO
         printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
             "${manifest[0]}" "${manifest[1]}" "${name}" "${name##*:}" >"${dir}/oci/index.json"
         printf '{"imageLayoutVersion":"1.0.0"}' >"${dir}/oci/oci-layout"
-        tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "${dir}/oci" -cf "${out}" .
+        tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "${dir}/oci" -cf "${out}" oci-layout index.json blobs
         rm -rf "${dir}"
     }
     oci_archive "${OUT}/image/pause" "${PAUSE_IMAGE}" 65535:65535 "${OUT}/pause.tar"
-    oci_archive "${OUT}/image/admitkit-webhook" "${ADMITKIT_IMAGE}" 65532:65532 "${OUT}/admitkit-webhook.tar"
     T_BUILT=$(now)
 
     WORK=$(mktemp -d /tmp/realnode.XXXXXX)
@@ -278,6 +280,10 @@ until_ok() {
 # --- the mount namespace: what must not touch the machine ----------------
 mount -t tmpfs tmpfs /run
 mount -t tmpfs tmpfs /var/log
+# The kubelet's device-plugin sockets and CNI's result cache are in
+# /var/lib whatever their roots are set to; nothing here needs the
+# machine's /var/lib.
+mount -t tmpfs tmpfs /var/lib
 # The kubelet sets these on start; each is a file of the value it wants, so
 # the machine's own settings stay as they are.
 mkdir -p "${WORK}/sysctl"
@@ -344,6 +350,8 @@ write_kubeconfig "${DATA}/kubelet.kubeconfig" "system:node:${NODE_NAME}" "${NODE
 write_kubeconfig "${DATA}/kcm.kubeconfig" system:kube-controller-manager "${KCM_TOKEN}"
 write_kubeconfig "${DATA}/scheduler.kubeconfig" system:kube-scheduler "${SCHED_TOKEN}"
 export KUBECONFIG="${DATA}/admin.kubeconfig"
+# kubectl's and helm's discovery and HTTP caches, not ~/.kube/cache.
+export KUBECACHEDIR="${WORK}/kube-cache"
 k() { "${KUBECTL}" "$@"; }
 
 # The service-account key, from Go's crypto as hack/local-up.sh does.
@@ -454,7 +462,10 @@ start containerd.log containerd --config "${CTRD}/config.toml"
 ctr() { command ctr --address "${CTRD}/containerd.sock" -n k8s.io "$@"; }
 until_ok 60 ctr version || fail "containerd did not start in 60s" containerd.log
 ctr images import "${OUT}/pause.tar" >/dev/null
-ctr images import "${OUT}/admitkit-webhook.tar" >/dev/null
+ctr images import "${OUT}/admitkit-image.tar" >/dev/null
+# The name hack/image gave it, which the chart is told to run.
+ADMITKIT_IMAGE=$(tar -xOf "${OUT}/admitkit-image.tar" --wildcards '*index.json' | grep -o '"io.containerd.image.name": *"[^"]*"' | head -n 1 | sed 's/.*: *"\(.*\)"/\1/')
+[[ -n "${ADMITKIT_IMAGE}" ]] || fail "${OUT}/admitkit-image.tar names no image"
 
 # --- kubelet ----------------------------------------------------------------------
 mkdir -p "${WORK}/kubelet"
@@ -523,11 +534,17 @@ record() { # name result time
     printf '%-12s %-4s %8s  %s\n' "$1" "$2" "$3" "${4:-}"
 }
 
-echo "Installing admitkit from hack/manifests..."
-# The ServiceAccount before the Deployment, so the first ReplicaSet's pods
-# are not refused for its want.
-k apply -f hack/manifests/00-namespace.yaml -f hack/manifests/rbac.yaml >/dev/null
-k apply -f hack/manifests/ >/dev/null
+# The README's install, the image named as hack/image named it.
+IMAGE_SET=(--set "image.repository=${ADMITKIT_IMAGE%:*}" --set "image.tag=${ADMITKIT_IMAGE##*:}")
+# Helm's cache, configuration and data in the temporary directory too.
+helm() {
+    HELM_CACHE_HOME="${WORK}/helm/cache" HELM_CONFIG_HOME="${WORK}/helm/config" HELM_DATA_HOME="${WORK}/helm/data" \
+        "${BIN}/helm" --kubeconfig="${KUBECONFIG}" "$@"
+}
+echo "Installing admitkit with helm (hack/chart/admitkit, image ${ADMITKIT_IMAGE})..."
+k apply -f hack/manifests/00-namespace.yaml >/dev/null
+helm install admitkit hack/chart/admitkit --namespace admitkit-system "${IMAGE_SET[@]}" >"${LOGS}/helm-install.log" 2>&1 \
+    || fail "helm install failed" helm-install.log
 replicas_ready() {
     [[ "$(k -n admitkit-system get deployment admitkit-webhook -o jsonpath='{.status.readyReplicas}')" == 2 ]]
 }
@@ -579,14 +596,21 @@ else
     record walkthrough FAIL "$(since "${T}")" "$(k -n shop get pod website -o yaml 2>&1 | tail -n 40)"
 fi
 
-# load name: creates LOAD_PODS pods in shop one after another while "$@"
-# runs; prints "refused=N half=M" (half: stored pods missing a mutation).
+# load name action...: creates pods in shop one after another while the
+# action runs; prints "creates=N refused=R half=M after=A action=C" (half: stored pods
+# missing a mutation; after: a create's result once the action is done, 0
+# when whole; action: the action's exit status).
 load() {
     local name=$1 i refused=0 half=0 out
     shift
     "$@" &
     local action=$!
-    for ((i = 0; i < LOAD_PODS; i++)); do
+    # At least LOAD_PODS creates, and on until the action is done (at most
+    # ten times as many), so the load covers all of it.
+    for ((i = 0; i < LOAD_PODS * 10; i++)); do
+        if ((i >= LOAD_PODS)) && ! kill -0 "${action}" 2>/dev/null; then
+            break
+        fi
         out=0
         mutated_pod "${name}-${i}" pending || out=$?
         case "${out}" in
@@ -594,11 +618,12 @@ load() {
         2) refused=$((refused + 1)) ;;
         esac
     done
-    wait "${action}" || true
+    local acted=0
+    wait "${action}" || acted=$?
     # After the action every create must be whole again.
     local after=0
     mutated_pod "${name}-after" pending || after=$?
-    echo "refused=${refused} half=${half} after=${after}"
+    echo "creates=${i} refused=${refused} half=${half} after=${after} action=${acted}"
 }
 
 # --- failover: a replica's pod deleted under load ----------------------------
@@ -609,37 +634,46 @@ res=$(load failover delete_victim)
 k -n shop delete pods -l role=frontend --field-selector metadata.name!=website --wait=false >/dev/null
 # Creates may be refused while the apiserver still calls the deleted pod;
 # none may be stored half-mutated, and they must recover.
-if [[ "${res}" == *" half=0 after=0" ]] && until_ok 120 replicas_ready; then
-    record failover PASS "$(since "${T}")" "${LOAD_PODS} creates, ${res}, ${victim} deleted, 2 replicas Ready again"
+if [[ "${res}" == *" half=0 after=0 action=0" ]] && until_ok 120 replicas_ready; then
+    record failover PASS "$(since "${T}")" "${res}, ${victim} deleted, 2 replicas Ready again"
 else
-    record failover FAIL "$(since "${T}")" "${LOAD_PODS} creates, ${res}"
+    record failover FAIL "$(since "${T}")" "${res}"
 fi
 
-# --- upgrade: a rollout restart under load -------------------------------------
+# --- upgrade: helm upgrade, as the README says, with a value that changes
+# the pod template, so both replicas are replaced under load -----------------
 T=$(now)
-restart() {
+upgrade() {
     sleep 1
-    k -n admitkit-system rollout restart deployment/admitkit-webhook >/dev/null
+    k apply --server-side --force-conflicts -f hack/chart/admitkit/crds/ >/dev/null
+    helm upgrade admitkit hack/chart/admitkit --namespace admitkit-system --reset-then-reuse-values \
+        --set resources.requests.cpu=101m >"${LOGS}/helm-upgrade.log" 2>&1
     k -n admitkit-system rollout status deployment/admitkit-webhook --timeout=180s >/dev/null
 }
-res=$(load upgrade restart)
+# The replicas' pods but those terminating.
+replica_pods() {
+    k -n admitkit-system get pods -l app.kubernetes.io/name=admitkit-webhook --no-headers \
+        -o custom-columns=NAME:.metadata.name,DELETED:.metadata.deletionTimestamp | awk '$2 == "<none>" { print $1 }'
+}
+before=$(replica_pods | tr '\n' ' ')
+res=$(load upgrade upgrade)
 k -n shop delete pods -l role=frontend --field-selector metadata.name!=website --wait=false >/dev/null
-if [[ "${res}" == "refused=0 half=0 after=0" ]] && replicas_ready; then
-    record upgrade PASS "$(since "${T}")" "${LOAD_PODS} creates, ${res}"
+# Every replica replaced: no pod of before is still there.
+replaced=yes
+for pod in $(replica_pods); do
+    [[ " ${before} " == *" ${pod} "* ]] && replaced=no
+done
+if [[ "${res}" == *" refused=0 half=0 after=0 action=0" && "${replaced}" == yes ]] && replicas_ready; then
+    record upgrade PASS "$(since "${T}")" "${res}, replicas replaced"
 else
-    record upgrade FAIL "$(since "${T}")" "${LOAD_PODS} creates, ${res}"
+    record upgrade FAIL "$(since "${T}")" "${res}, replicas replaced: ${replaced}"
 fi
 
-# --- uninstall: the webhook configurations go first, then the server; the
-# CRDs and the objects in them stay, as they would for any user -------------
+# --- uninstall: helm removes the webhook configurations and the server; the
+# CRDs and the objects in them stay -------------------------------------------
 T=$(now)
-k delete -f hack/manifests/mutating-webhooks.yaml -f hack/manifests/validating-webhooks.yaml >/dev/null
-for f in hack/manifests/*.yaml; do
-    case "$(basename "${f}")" in
-    crd-* | *-webhooks.yaml) ;;
-    *) k delete -f "${f}" --ignore-not-found --wait=false >/dev/null ;;
-    esac
-done
+helm uninstall admitkit --namespace admitkit-system --wait >"${LOGS}/helm-uninstall.log" 2>&1 \
+    || fail "helm uninstall failed" helm-uninstall.log
 writable=$(
     k run after-uninstall -n default --image="${PAUSE_IMAGE}" --image-pull-policy=Never --restart=Never >/dev/null \
         && k create configmap after-uninstall -n default --from-literal=ok=1 >/dev/null && echo yes
