@@ -14,7 +14,7 @@
 #     endpoints directly (no kube-proxy runs here);
 #   - kube-controller-manager, kube-scheduler and the kubelet of
 #     k8s.io/kubernetes v1.37.2, built from the test module;
-#   - Debian's containerd, runc and CNI plugins (apt-get installs them when
+#   - Debian's containerd, runc, CNI plugins and iptables (apt-get installs them when
 #     missing), with containerd's root, state, socket and CNI files in a
 #     temporary directory, never the system's;
 #   - a pause image the script builds (a static Go program that sleeps until
