@@ -27,6 +27,12 @@ require (
 )
 
 require (
+	github.com/Microsoft/hnslib v0.1.3 // indirect
+	go.opentelemetry.io/contrib/instrumentation/github.com/emicklei/go-restful/otelrestful v0.69.0 // indirect
+	k8s.io/cri-streaming v0.0.0 // indirect
+)
+
+require (
 	cel.dev/expr v0.25.1 // indirect
 	cyphar.com/go-pathrs v0.2.5 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect
@@ -230,4 +236,8 @@ replace (
 	k8s.io/streaming => k8s.io/streaming v0.37.2
 )
 
-tool k8s.io/kubernetes/cmd/kubectl
+tool (
+	k8s.io/kubernetes/cmd/kube-scheduler
+	k8s.io/kubernetes/cmd/kubectl
+	k8s.io/kubernetes/cmd/kubelet
+)
