@@ -350,13 +350,13 @@ var priorities = map[string]int{
 // so is the diff's call of registerAdmissionPlugins: this build swaps the
 // registry in NewOptions.
 func TestReadmeForkDiff(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", forkRecipe))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, block, ok := strings.Cut(string(readme), "\n```diff\n")
 	if !ok {
-		t.Fatal("README.md has no ```diff block")
+		t.Fatalf("%s has no ```diff block", forkRecipe)
 	}
 	block, _, _ = strings.Cut(block, "\n```\n")
 	readmeLines := map[string]int{}

@@ -26,6 +26,12 @@ import (
 	"testing"
 )
 
+// forkRecipe is where the fork recipe lives, from the repository's root:
+// the README of plugin/kubeapiserver, the package a fork calls, which the
+// front README links as "Building kube-apiserver with admitkit". The
+// recipe test and the fork diff test (drift_test.go) both read it there.
+const forkRecipe = "plugin/kubeapiserver/README.md"
+
 // recipeStep finds the README's fork recipe steps: a fenced block preceded
 // by <!-- fork-recipe: WHAT -->, where WHAT is "run" for shell commands
 // or the path, in the new module, of the file the block is.
@@ -39,7 +45,7 @@ var recipeStep = regexp.MustCompile("(?ms)^<!-- fork-recipe: (\\S+) -->\n```[a-z
 // build is a race build, so that it reuses what test/'s own race builds put
 // in the build cache.
 func TestReadmeForkRecipe(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", forkRecipe))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +55,7 @@ func TestReadmeForkRecipe(t *testing.T) {
 	}
 	steps := recipeStep.FindAllSubmatch(readme, -1)
 	if len(steps) < 5 || string(steps[0][1]) != "go.mod" {
-		t.Fatalf("README.md has %d fork-recipe steps, want go.mod first and every step marked", len(steps))
+		t.Fatalf("%s has %d fork-recipe steps, want go.mod first and every step marked", forkRecipe, len(steps))
 	}
 	dir := t.TempDir()
 	env := append(os.Environ(), "GOWORK=off", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -race"))
