@@ -266,8 +266,8 @@ func TestChartNodeScopedServiceAccounts(t *testing.T) {
 	want := "request.userInfo.username in ['system:serviceaccount:node-agents:hardware-labeller', 'system:serviceaccount:csi:node-plugin']"
 	for _, w := range in.validating.Webhooks {
 		if w.Name == "noderestriction.admission.admitkit.io" {
-			if len(w.MatchConditions) != 1 || w.MatchConditions[0].Expression != want {
-				t.Errorf("matchConditions %v, want the one %q", w.MatchConditions, want)
+			if len(w.MatchConditions) != 2 || w.MatchConditions[0].Expression != want {
+				t.Errorf("matchConditions %v, want %q first, then the requests it judges", w.MatchConditions, want)
 			}
 			return
 		}

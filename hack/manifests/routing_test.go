@@ -167,3 +167,89 @@ func calls(t *testing.T, compiler admissioncel.ConditionCompiler, w admissionreg
 	}
 	return result.Matches
 }
+
+// TestNodeRestrictionRouting matches requests against the NodeRestriction
+// webhook as kube-apiserver does, once an administrator has listed an
+// account in its first matchCondition: a credential of that account that
+// names its node reaches the webhook for the kinds NodeRestriction holds
+// to a node and for nothing else, one that names no node for everything
+// (in-process, NodeRestriction refuses its every write), and no other
+// user's request reaches it.
+func TestNodeRestrictionRouting(t *testing.T) {
+	in := read(t)
+	compiler := admissioncel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	const account = "system:serviceaccount:node-agents:agent"
+	var webhook *admissionregistrationv1.MutatingWebhook
+	for _, w := range in.validating.Webhooks {
+		if w.Name != "noderestriction.admission.admitkit.io" {
+			continue
+		}
+		// The same fields, as calls takes them; matching does not depend on
+		// the phase.
+		webhook = &admissionregistrationv1.MutatingWebhook{
+			Name: w.Name, ClientConfig: w.ClientConfig, Rules: w.Rules, FailurePolicy: w.FailurePolicy,
+			MatchPolicy: w.MatchPolicy, NamespaceSelector: w.NamespaceSelector, ObjectSelector: w.ObjectSelector,
+			SideEffects: w.SideEffects, TimeoutSeconds: w.TimeoutSeconds, AdmissionReviewVersions: w.AdmissionReviewVersions,
+			MatchConditions: slices.Clone(w.MatchConditions),
+		}
+		webhook.MatchConditions[0].Expression = "request.userInfo.username in ['" + account + "']"
+	}
+	if webhook == nil {
+		t.Fatal("no NodeRestriction webhook")
+	}
+	bound := &user.DefaultInfo{Name: account, Extra: map[string][]string{"authentication.kubernetes.io/node-name": {"node-1"}}}
+	unbound := &user.DefaultInfo{Name: account}
+	other := &user.DefaultInfo{Name: "system:serviceaccount:node-agents:other", Extra: bound.Extra}
+	core := func(r string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Version: "v1", Resource: r}
+	}
+	gvr := func(g, r string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Group: g, Version: "v1", Resource: r}
+	}
+	for _, tc := range []struct {
+		name        string
+		user        user.Info
+		resource    schema.GroupVersionResource
+		subresource string
+		operation   admission.Operation
+		namespace   string
+		want        bool
+	}{
+		{"its node", bound, core("nodes"), "", admission.Update, "", true},
+		{"its node's status", bound, core("nodes"), "status", admission.Update, "", true},
+		{"its node's kubelet", bound, core("nodes"), "proxy", admission.Connect, "", true},
+		{"a pod", bound, core("pods"), "", admission.Delete, "shop", true},
+		{"exec into a pod", bound, core("pods"), "exec", admission.Connect, "shop", true},
+		{"an eviction", bound, core("pods"), "eviction", admission.Create, "shop", true},
+		{"a resource slice", bound, gvr("resource.k8s.io", "resourceslices"), "", admission.Create, "", true},
+		{"a claim's status", bound, gvr("resource.k8s.io", "resourceclaims"), "status", admission.Update, "shop", true},
+		{"a claim", bound, gvr("resource.k8s.io", "resourceclaims"), "", admission.Update, "shop", false},
+		{"a node lease", bound, gvr("coordination.k8s.io", "leases"), "", admission.Update, "kube-node-lease", true},
+		{"a csinode", bound, gvr("storage.k8s.io", "csinodes"), "", admission.Update, "", true},
+		{"a configmap", bound, core("configmaps"), "", admission.Create, "shop", false},
+		{"an event", bound, gvr("events.k8s.io", "events"), "", admission.Create, "shop", false},
+		{"a configmap, no node", unbound, core("configmaps"), "", admission.Create, "shop", true},
+		{"a secret, no node", unbound, core("secrets"), "", admission.Update, "shop", true},
+		{"a cluster role, no node", unbound, gvr("rbac.authorization.k8s.io", "clusterroles"), "", admission.Create, "", true},
+		{"its node, no node", unbound, core("nodes"), "", admission.Update, "", true},
+		// The namespaces every webhook leaves out: kube-system's objects are
+		// RBAC's alone on this host, whatever the credential.
+		{"a configmap in kube-system, no node", unbound, core("configmaps"), "", admission.Create, "kube-system", false},
+		{"another account's node", other, core("nodes"), "", admission.Update, "", false},
+		{"another account, no node", &user.DefaultInfo{Name: other.Name}, core("configmaps"), "", admission.Create, "shop", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := &unstructured.Unstructured{}
+			obj.SetAPIVersion("v1")
+			obj.SetKind("Object")
+			obj.SetName("o")
+			obj.SetNamespace(tc.namespace)
+			kind := schema.GroupVersionKind{Group: tc.resource.Group, Version: "v1", Kind: "Object"}
+			attrs := admission.NewAttributesRecord(obj, nil, kind, tc.namespace, "o", tc.resource, tc.subresource, tc.operation, nil, false, tc.user)
+			nsLabels := map[string]string{corev1.LabelMetadataName: tc.namespace}
+			if got := calls(t, compiler, *webhook, attrs, nsLabels); got != tc.want {
+				t.Errorf("sent to the webhook: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -67,6 +67,9 @@ func daemonRBAC(t *testing.T, admin kubernetes.Interface) {
 				Verbs: []string{"associated-node:update", "arbitrary-node:update", "associated-node:patch", "arbitrary-node:patch"}},
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
 			{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"csinodes"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
+			// A kind NodeRestriction does not hold to a node: RBAC alone
+			// decides, for a credential that names its node.
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
 		},
 	}
 	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -289,8 +292,8 @@ func listDaemonInWebhook(t *testing.T, admin kubernetes.Interface) {
 	t.Cleanup(func() { setWebhookCondition(t, admin, old) })
 }
 
-// setWebhookCondition sets the NodeRestriction webhook's one
-// matchCondition and returns the expression it had.
+// setWebhookCondition sets the NodeRestriction webhook's first
+// matchCondition, the accounts' list, and returns the expression it had.
 func setWebhookCondition(t *testing.T, admin kubernetes.Interface, expression string) string {
 	t.Helper()
 	var old string
@@ -302,14 +305,14 @@ func setWebhookCondition(t *testing.T, admin kubernetes.Interface, expression st
 		}
 		for i := range cfg.Webhooks {
 			w := &cfg.Webhooks[i]
-			if w.Name != noderestrictionWebhook || len(w.MatchConditions) != 1 {
+			if w.Name != noderestrictionWebhook || len(w.MatchConditions) == 0 {
 				continue
 			}
 			old, w.MatchConditions[0].Expression = w.MatchConditions[0].Expression, expression
 			_, err = configs.Update(context.Background(), cfg, metav1.UpdateOptions{})
 			return err
 		}
-		return fmt.Errorf("validatingwebhookconfiguration admitkit-validating has no %s webhook with one matchCondition", noderestrictionWebhook)
+		return fmt.Errorf("validatingwebhookconfiguration admitkit-validating has no %s webhook with matchConditions", noderestrictionWebhook)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -345,6 +348,12 @@ func testDaemonOtherNode(t *testing.T, daemon kubernetes.Interface) {
 	expectForbidden(t, "node-2's status", err, `is not allowed to modify node "node-2"`)
 	_, err = nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-9"}}, metav1.CreateOptions{})
 	expectForbidden(t, "registering a node", err, "may not create or delete nodes")
+	// A kind it does not hold to a node is RBAC's alone, for a credential
+	// that names its node: on the webhook host its requests of that kind
+	// do not reach the webhook.
+	if _, err := daemon.CoreV1().ConfigMaps(daemonNamespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bound"}}, metav1.CreateOptions{}); err != nil {
+		t.Errorf("creating a ConfigMap, which RBAC allows it: %v", err)
+	}
 }
 
 // testDaemonPods: the agent changes and deletes pods of its node only, and
@@ -420,5 +429,12 @@ func testUnboundDaemonToken(t *testing.T, h *host, admin kubernetes.Interface) {
 	nodes := client.CoreV1().Nodes()
 	_, err := nodes.Patch(ctx, "node-1", types.MergePatchType, labelPatch("agent.example.com/ready", "false"), metav1.PatchOptions{})
 	expectForbidden(t, "labelling node-1 with a token that names no node", err,
+		"NodeRestriction holds service account nr-daemon/agent to the node its pod runs on, but this credential names no single node")
+	// Every write, not only those of the kinds held to a node: on the
+	// webhook host too (issue 44), where the webhook sees the kinds it
+	// judges for a credential that names its node, and everything for
+	// one that names none.
+	_, err = client.CoreV1().ConfigMaps(daemonNamespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unbound"}}, metav1.CreateOptions{})
+	expectForbidden(t, "creating a ConfigMap with a token that names no node", err,
 		"NodeRestriction holds service account nr-daemon/agent to the node its pod runs on, but this credential names no single node")
 }
