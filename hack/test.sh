@@ -132,10 +132,18 @@ nice -n 19 go -C test/bench/gatekeeper test -race -count=1 \
     -run '^(TestSameResult|TestSameResultUnstructured|TestGatekeeperDifferences|TestExternalDataSameResult|TestGatekeeperDummyProvider)$' . \
     >"${gatekeeper_log}" 2>&1 &
 gatekeeper_tests=$!
+# Can each test fail for the reason it exists? (test/README.md, the
+# mutation check): each plugin entry point's body made a no-op or an early
+# error must turn its package's tests red. Beside the test/ module too, at
+# the same priority, with -race so that its test binaries build on what
+# vet and the unit tests compiled (about 3.5 minutes with those cached).
+mutation_log=$(mktemp)
+nice -n 19 go run ./hack/mutationcheck -race >"${mutation_log}" 2>&1 &
+mutation_check=$!
 # On the way out, whatever ended the run: the tests still going end with
 # it. `|| true`: errexit holds in the trap too, and the kill of a job
 # already done fails, which would turn a passing run's exit into 1.
-trap 'kill "${unit_tests}" "${gatekeeper_tests}" 2>/dev/null || true; rm -f "${unit_log}" "${gatekeeper_log}"' EXIT
+trap 'kill "${unit_tests}" "${gatekeeper_tests}" "${mutation_check}" 2>/dev/null || true; rm -f "${unit_log}" "${gatekeeper_log}" "${mutation_log}"' EXIT
 failed=()
 
 if [[ -f test/go.mod ]]; then
@@ -156,6 +164,12 @@ if ! wait "${gatekeeper_tests}"; then
     failed+=("the Gatekeeper proof (test/bench/gatekeeper)")
 fi
 cat "${gatekeeper_log}"
+
+step "the mutation check (hack/mutationcheck)"
+if ! wait "${mutation_check}"; then
+    failed+=("the mutation check (hack/mutationcheck)")
+fi
+cat "${mutation_log}"
 if [[ ${#failed[@]} -gt 0 ]]; then
     printf 'FAILED: %s\n' "${failed[@]}" >&2
     exit 1
