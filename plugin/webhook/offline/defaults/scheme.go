@@ -20,6 +20,7 @@ import (
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -29,11 +30,9 @@ import (
 // kube-apiserver would default when decoding it.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	// AddToScheme only registers types; it cannot fail on a fresh scheme
-	// short of a programming error in client-go itself.
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
+	// AddToScheme only registers types: on a fresh scheme it fails only on
+	// a programming error in client-go, as webhook.NewScheme also takes it.
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	withoutDefaults(s)
 	addCore(s)
 	addApps(s)
