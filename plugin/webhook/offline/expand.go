@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
 )
 
 // podOf returns the pod the controller of an admitted workload would
@@ -89,8 +90,26 @@ func templateOf(u *unstructured.Unstructured) (*corev1.PodTemplateSpec, string, 
 		return &ss.Spec.Template, "", name + "-0", map[string]string{appsv1.StatefulSetPodNameLabel: name + "-0"}, err
 	case batchv1.SchemeGroupVersion.WithKind("Job"):
 		job := &batchv1.Job{}
-		err := fromUnstructured(u, job)
-		return &job.Spec.Template, name + "-", "", map[string]string{batchv1.JobNameLabel: name}, err
+		if err := fromUnstructured(u, job); err != nil {
+			return nil, "", "", nil, err
+		}
+		template := &job.Spec.Template
+		// kube-apiserver's Job strategy labels the stored template with the
+		// Job's name, under both keys, where the template sets neither (and
+		// with its uid, which offline does not know); the Job controller
+		// gives each pod its tracking finalizer.
+		if !ptr.Deref(job.Spec.ManualSelector, false) {
+			for _, key := range []string{legacyJobNameLabel, batchv1.JobNameLabel} {
+				if _, set := template.Labels[key]; !set {
+					if template.Labels == nil {
+						template.Labels = map[string]string{}
+					}
+					template.Labels[key] = name
+				}
+			}
+		}
+		template.Finalizers = append(template.Finalizers, batchv1.JobTrackingFinalizer)
+		return template, name + "-", "", nil, nil
 	case batchv1.SchemeGroupVersion.WithKind("CronJob"):
 		cj := &batchv1.CronJob{}
 		if err := fromUnstructured(u, cj); err != nil {
@@ -102,6 +121,10 @@ func templateOf(u *unstructured.Unstructured) (*corev1.PodTemplateSpec, string, 
 	}
 	return nil, "", "", nil, nil
 }
+
+// legacyJobNameLabel is the older of the two labels naming a Job's pods'
+// Job, which kube-apiserver still writes.
+const legacyJobNameLabel = "job-name"
 
 // templatePrinter prints a template the way the deployment controller's
 // hash reads it: every field, map keys sorted, no String methods.

@@ -256,6 +256,67 @@ spec:
 	}
 }
 
+// TestRunExpandsAJob: a Job's pod carries the labels kube-apiserver's Job
+// strategy gives its template (both job-name keys, a value the template
+// sets kept) and the Job controller's tracking finalizer, so that presets
+// and mutators selecting on the Job's name apply as on the server.
+func TestRunExpandsAJob(t *testing.T) {
+	state := shop + `---
+apiVersion: settings.k8s.io/v1alpha1
+kind: PodPreset
+metadata: {name: report-env}
+spec:
+  selector: {matchLabels: {job-name: report}}
+  env: [{name: REPORT, value: "1"}]
+`
+	input := `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: report}
+spec:
+  template:
+    metadata: {labels: {app: batch}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: report, image: nginx}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: named}
+spec:
+  template:
+    metadata: {labels: {batch.kubernetes.io/job-name: given}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: report, image: nginx}]
+`
+	results := run(t, state, input, true)
+	if len(results) != 4 {
+		t.Fatalf("%d results, want each Job and its pod", len(results))
+	}
+	pod := &corev1.Pod{}
+	if err := fromUnstructured(results[1].Result.Object, pod); err != nil {
+		t.Fatal(err)
+	}
+	wantLabels := map[string]string{"app": "batch", "job-name": "report", "batch.kubernetes.io/job-name": "report"}
+	if !equalMaps(pod.Labels, wantLabels) || pod.GenerateName != "report-" {
+		t.Errorf("pod labels %v, generateName %q; want %v, report-", pod.Labels, pod.GenerateName, wantLabels)
+	}
+	if !slices.Equal(pod.Finalizers, []string{"batch.kubernetes.io/job-tracking"}) {
+		t.Errorf("pod finalizers %v, want the Job controller's", pod.Finalizers)
+	}
+	if env := pod.Spec.Containers[0].Env; len(env) != 1 || env[0].Name != "REPORT" {
+		t.Errorf("pod env %v, want the preset selecting job-name", env)
+	}
+	given := &corev1.Pod{}
+	if err := fromUnstructured(results[3].Result.Object, given); err != nil {
+		t.Fatal(err)
+	}
+	if got := given.Labels["batch.kubernetes.io/job-name"]; got != "given" || given.Labels["job-name"] != "named" {
+		t.Errorf("pod labels %v, want the template's batch.kubernetes.io/job-name kept and job-name named", given.Labels)
+	}
+}
+
 // TestRunBadInput: what kubectl refuses to create is bad input.
 func TestRunBadInput(t *testing.T) {
 	for _, tc := range []struct{ name, input, want string }{
