@@ -87,8 +87,9 @@ type userCase struct {
 	// input goes through a server-side dry run.
 	workload bool
 	// badInput is a file admit refuses with exit status 2 and kubectl
-	// refuses too.
-	badInput bool
+	// refuses too: each says its reason, which contains these texts.
+	badInput               bool
+	admitSays, kubectlSays string
 	// want checks the case's point on the objects (in input order, each
 	// workload followed by its pod), which both sides agreed on.
 	want func(objs []map[string]any) error
@@ -228,6 +229,8 @@ spec:
 }, {
 	name:      "a Job's pod",
 	namespace: "user-job",
+	// The preset selects the label kube-apiserver gives a Job's template
+	// after admission: the expanded pod must carry it as the server's does.
 	state: `apiVersion: v1
 kind: Namespace
 metadata:
@@ -240,7 +243,7 @@ metadata:
 spec:
   selector:
     matchLabels:
-      app: batch
+      job-name: report
   env:
   - name: BATCH
     value: "1"
@@ -263,6 +266,85 @@ spec:
 	workload: true,
 	want: func(objs []map[string]any) error {
 		return wantString(objs[1], "1", "spec", "containers", "0", "env", "0", "value")
+	},
+}, {
+	// The StatefulSet's pod is named and labelled after its first
+	// ordinal, and labelled with the revision the controller makes of the
+	// set, whose name is a hash of the set's template.
+	name:      "a ReplicaSet's and a StatefulSet's pods",
+	namespace: "user-sets",
+	state: `apiVersion: v1
+kind: Namespace
+metadata:
+  name: user-sets
+---
+apiVersion: settings.k8s.io/v1alpha1
+kind: PodPreset
+metadata:
+  name: sets-env
+spec:
+  selector:
+    matchLabels:
+      tier: sets
+  env:
+  - name: SETS
+    value: "1"
+`,
+	input: `apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: cache
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app: cache
+  template:
+    metadata:
+      labels:
+        app: cache
+        tier: sets
+    spec:
+      containers:
+      - name: app
+        image: registry.example.com/cache:1
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: db
+spec:
+  replicas: 1
+  serviceName: db
+  volumeClaimTemplates:
+  - metadata:
+      name: data
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources:
+        requests:
+          storage: 1Gi
+  selector:
+    matchLabels:
+      app: db
+  template:
+    metadata:
+      labels:
+        app: db
+        tier: sets
+    spec:
+      containers:
+      - name: app
+        image: registry.example.com/db:1
+`,
+	workload: true,
+	want: func(objs []map[string]any) error {
+		return errors.Join(
+			wantString(objs[1], "1", "spec", "containers", "0", "env", "0", "value"),
+			wantString(objs[3], "1", "spec", "containers", "0", "env", "0", "value"),
+			wantString(objs[3], "db-0", "metadata", "name"),
+			wantString(objs[3], "db", "spec", "subdomain"),
+			wantString(objs[3], "data-db-0", "spec", "volumes", "0", "persistentVolumeClaim", "claimName"))
 	},
 }, {
 	name:      "requests defaulted after a mutator sets limits",
@@ -342,7 +424,9 @@ kind: Deploymnet
 metadata:
   name: web
 `,
-	badInput: true,
+	badInput:    true,
+	admitSays:   `no kind "Deploymnet" is served in version "apps/v1"`,
+	kubectlSays: `no matches for kind "Deploymnet" in version "apps/v1"`,
 }, {
 	name:      "an empty file",
 	namespace: "user-empty",
@@ -351,8 +435,10 @@ kind: Namespace
 metadata:
   name: user-empty
 `,
-	input:    "",
-	badInput: true,
+	input:       "",
+	badInput:    true,
+	admitSays:   "no objects given",
+	kubectlSays: "no objects passed to create",
 }, {
 	name:      "a preset's env and volumes",
 	namespace: "user-preset",
@@ -499,6 +585,8 @@ func wantString(obj map[string]any, want string, path ...string) error {
 				return fmt.Errorf("%s: no element %s", strings.Join(path, "."), p)
 			}
 			cur = v[i]
+		case nil:
+			return fmt.Errorf("%s: no %s", strings.Join(path, "."), p)
 		default:
 			return fmt.Errorf("%s: %v is no map or list", strings.Join(path, "."), v)
 		}
@@ -532,11 +620,11 @@ func (o *offlineRun) checkUser(t *testing.T, c userCase) {
 		// kubectl refuses the file as the server would see it: an unknown
 		// kind through discovery, nothing to create by itself.
 		r := o.h.kubectl(t, "", "create", "--dry-run=server", "-n", c.namespace, "-f", input)
-		if r.Err == nil {
-			t.Errorf("kubectl created the file:\n%s", r.Stdout)
+		if r.Err == nil || !strings.Contains(r.Stderr, c.kubectlSays) {
+			t.Errorf("kubectl does not refuse the file with %q: %v\n%s", c.kubectlSays, r.Err, r.Stdout)
 		}
-		if offline.code != 2 {
-			t.Errorf("admit exits %d, want 2 (bad input), where kubectl says: %v\nadmit stderr: %s", offline.code, r.Err, offline.stderr)
+		if offline.code != 2 || !strings.Contains(offline.stderr, c.admitSays) {
+			t.Errorf("admit exits %d, want 2 (bad input) with %q, where kubectl says: %v\nadmit stderr: %s", offline.code, c.admitSays, r.Err, offline.stderr)
 		}
 		return
 	}
