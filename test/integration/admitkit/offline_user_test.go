@@ -848,7 +848,11 @@ spec:
 	}
 	// The namespace as the server stores it replaces the one written.
 	namespace := o.h.mustKubectl(t, "", "get", "namespace", ns, "-o", "yaml").Stdout
-	writeFile(t, asStored, strings.Replace(c.state, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: user-state\n", namespace, 1))
+	const writtenNamespace = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: user-state\n"
+	if !strings.Contains(c.state, writtenNamespace) {
+		t.Fatalf("the state has no namespace written as %q", writtenNamespace)
+	}
+	writeFile(t, asStored, strings.Replace(c.state, writtenNamespace, namespace, 1))
 
 	args := []string{"admit", "-o", "json", "-n", ns, "--mutator-config", o.config, input, "--state"}
 	written := o.startAdmitArgs(t, append(args, asWritten)...).wait(t)
