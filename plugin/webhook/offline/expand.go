@@ -131,7 +131,7 @@ func templateOf(u *unstructured.Unstructured) (*corev1.PodTemplateSpec, string, 
 // subdomain, a volume for each claim template in place of a volume of its
 // name, and labelled with its name, ordinal and the set's revision.
 func statefulSetPod(ss *appsv1.StatefulSet) (*corev1.PodTemplateSpec, string, string, map[string]string, error) {
-	revision, err := StatefulSetRevision(ss)
+	revision, err := statefulSetRevision(ss)
 	if err != nil {
 		return nil, "", "", nil, err
 	}
@@ -164,12 +164,12 @@ func statefulSetPod(ss *appsv1.StatefulSet) (*corev1.PodTemplateSpec, string, st
 	}, nil
 }
 
-// StatefulSetRevision is the name of the first ControllerRevision the
+// statefulSetRevision is the name of the first ControllerRevision the
 // StatefulSet controller makes of ss, which labels its pods: the set's name
 // and FNV-1 (32 bit) of the revision's patch (the set's template as JSON,
 // keys sorted, marked "$patch": "replace") followed by its collision count
 // in decimal, written in the alphabet of generated names.
-func StatefulSetRevision(ss *appsv1.StatefulSet) (string, error) {
+func statefulSetRevision(ss *appsv1.StatefulSet) (string, error) {
 	data, err := json.Marshal(ss)
 	if err != nil {
 		return "", err
@@ -181,6 +181,9 @@ func StatefulSetRevision(ss *appsv1.StatefulSet) (string, error) {
 	}
 	if err := json.Unmarshal(data, &set); err != nil {
 		return "", err
+	}
+	if set.Spec.Template == nil {
+		set.Spec.Template = map[string]any{}
 	}
 	set.Spec.Template["$patch"] = "replace"
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": set.Spec.Template}})

@@ -354,7 +354,7 @@ spec:
 	if err := fromUnstructured(results[1].Result.Object, pod); err != nil {
 		t.Fatal(err)
 	}
-	revision, err := StatefulSetRevision(ss)
+	revision, err := statefulSetRevision(ss)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ spec:
 	}
 	// Another template is another revision.
 	ss.Spec.Template.Labels["app"] = "db2"
-	if other, _ := StatefulSetRevision(ss); other == revision {
+	if other, _ := statefulSetRevision(ss); other == revision {
 		t.Errorf("two templates have one revision %q", revision)
 	}
 }
