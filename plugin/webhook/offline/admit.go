@@ -26,6 +26,7 @@ import (
 	"github.com/google/uuid"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,17 +69,41 @@ func (a *Admitter) Admit(ctx context.Context, obj *unstructured.Unstructured, re
 
 // decoded is obj as kube-apiserver decodes a create of it: a Secret's
 // stringData merged into its data (the conversion to the internal type
-// does that, so admission sees only data), and the defaults of a kind it
-// knows.
+// does that, so admission sees only data), a StatefulSet in its v1 form,
+// and the defaults of a kind it knows.
 func (a *Admitter) decoded(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	out := obj
-	if obj.GroupVersionKind() == corev1.SchemeGroupVersion.WithKind("Secret") {
+	switch obj.GroupVersionKind() {
+	case corev1.SchemeGroupVersion.WithKind("Secret"):
 		out = obj.DeepCopy()
 		if err := mergeStringData(out); err != nil {
 			return nil, err
 		}
+	case appsv1.SchemeGroupVersion.WithKind("StatefulSet"):
+		out = obj.DeepCopy()
+		if err := withClaimTemplateKinds(out); err != nil {
+			return nil, err
+		}
 	}
 	return a.withDefaults(out)
+}
+
+// withClaimTemplateKinds gives a StatefulSet's claim templates the
+// apiVersion and kind that kube-apiserver's conversion to v1 writes into
+// every StatefulSet it sends a webhook or stores.
+func withClaimTemplateKinds(ss *unstructured.Unstructured) error {
+	templates, found, err := unstructured.NestedSlice(ss.Object, "spec", "volumeClaimTemplates")
+	if err != nil || !found {
+		return err
+	}
+	for i, template := range templates {
+		claim, ok := template.(map[string]any)
+		if !ok {
+			return fmt.Errorf("spec.volumeClaimTemplates[%d]: not an object", i)
+		}
+		claim["apiVersion"], claim["kind"] = "v1", "PersistentVolumeClaim"
+	}
+	return unstructured.SetNestedSlice(ss.Object, templates, "spec", "volumeClaimTemplates")
 }
 
 // mergeStringData moves a Secret's stringData into its data, base64

@@ -256,6 +256,133 @@ spec:
 	}
 }
 
+// TestRunExpandsAJob: a Job's pod carries the labels kube-apiserver's Job
+// strategy gives its template (both job-name keys, a value the template
+// sets kept) and the Job controller's tracking finalizer, so that presets
+// and mutators selecting on the Job's name apply as on the server.
+func TestRunExpandsAJob(t *testing.T) {
+	state := shop + `---
+apiVersion: settings.k8s.io/v1alpha1
+kind: PodPreset
+metadata: {name: report-env}
+spec:
+  selector: {matchLabels: {job-name: report}}
+  env: [{name: REPORT, value: "1"}]
+`
+	input := `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: report}
+spec:
+  template:
+    metadata: {labels: {app: batch}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: report, image: nginx}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: named}
+spec:
+  template:
+    metadata: {labels: {batch.kubernetes.io/job-name: given}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: report, image: nginx}]
+`
+	results := run(t, state, input, true)
+	if len(results) != 4 {
+		t.Fatalf("%d results, want each Job and its pod", len(results))
+	}
+	pod := &corev1.Pod{}
+	if err := fromUnstructured(results[1].Result.Object, pod); err != nil {
+		t.Fatal(err)
+	}
+	wantLabels := map[string]string{"app": "batch", "job-name": "report", "batch.kubernetes.io/job-name": "report"}
+	if !equalMaps(pod.Labels, wantLabels) || pod.GenerateName != "report-" {
+		t.Errorf("pod labels %v, generateName %q; want %v, report-", pod.Labels, pod.GenerateName, wantLabels)
+	}
+	if !slices.Equal(pod.Finalizers, []string{"batch.kubernetes.io/job-tracking"}) {
+		t.Errorf("pod finalizers %v, want the Job controller's", pod.Finalizers)
+	}
+	if env := pod.Spec.Containers[0].Env; len(env) != 1 || env[0].Name != "REPORT" {
+		t.Errorf("pod env %v, want the preset selecting job-name", env)
+	}
+	given := &corev1.Pod{}
+	if err := fromUnstructured(results[3].Result.Object, given); err != nil {
+		t.Fatal(err)
+	}
+	if got := given.Labels["batch.kubernetes.io/job-name"]; got != "given" || given.Labels["job-name"] != "named" {
+		t.Errorf("pod labels %v, want the template's batch.kubernetes.io/job-name kept and job-name named", given.Labels)
+	}
+}
+
+// TestRunExpandsAStatefulSet: a StatefulSet's pod is its first replica,
+// as its controller makes it (test/integration compares it with the
+// controller's), and the set is printed with its claim templates' kind,
+// as kube-apiserver's v1 form has them.
+func TestRunExpandsAStatefulSet(t *testing.T) {
+	input := `
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  serviceName: db-headless
+  ordinals: {start: 3}
+  selector: {matchLabels: {app: db}}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: db, image: postgres}]
+      volumes: [{name: data, emptyDir: {}}, {name: scratch, emptyDir: {}}]
+`
+	results := run(t, shop, input, true)
+	if len(results) != 2 {
+		t.Fatalf("%d results, want the StatefulSet and its pod", len(results))
+	}
+	ss := &appsv1.StatefulSet{}
+	if err := fromUnstructured(results[0].Result.Object, ss); err != nil {
+		t.Fatal(err)
+	}
+	if claim := ss.Spec.VolumeClaimTemplates[0]; claim.APIVersion != "v1" || claim.Kind != "PersistentVolumeClaim" {
+		t.Errorf("claim template apiVersion %q kind %q, want v1 PersistentVolumeClaim", claim.APIVersion, claim.Kind)
+	}
+	pod := &corev1.Pod{}
+	if err := fromUnstructured(results[1].Result.Object, pod); err != nil {
+		t.Fatal(err)
+	}
+	revision, err := statefulSetRevision(ss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLabels := map[string]string{"app": "db", appsv1.StatefulSetPodNameLabel: "db-3", appsv1.PodIndexLabel: "3", appsv1.ControllerRevisionHashLabelKey: revision}
+	if !equalMaps(pod.Labels, wantLabels) || !strings.HasPrefix(revision, "db-") {
+		t.Errorf("pod labels %v, want %v (a revision named db-<hash>)", pod.Labels, wantLabels)
+	}
+	if pod.Name != "db-3" || pod.GenerateName != "db-" || pod.Spec.Hostname != "db-3" || pod.Spec.Subdomain != "db-headless" {
+		t.Errorf("pod name %q generateName %q hostname %q subdomain %q, want db-3, db-, db-3, db-headless", pod.Name, pod.GenerateName, pod.Spec.Hostname, pod.Spec.Subdomain)
+	}
+	var volumes []string
+	for _, v := range pod.Spec.Volumes {
+		source := "emptyDir"
+		if v.PersistentVolumeClaim != nil {
+			source = v.PersistentVolumeClaim.ClaimName
+		}
+		volumes = append(volumes, v.Name+"="+source)
+	}
+	if want := []string{"data=data-db-3", "scratch=emptyDir"}; !slices.Equal(volumes, want) {
+		t.Errorf("pod volumes %v, want %v: the claim's in place of the template's volume of its name", volumes, want)
+	}
+	// Another template is another revision.
+	ss.Spec.Template.Labels["app"] = "db2"
+	if other, _ := statefulSetRevision(ss); other == revision {
+		t.Errorf("two templates have one revision %q", revision)
+	}
+}
+
 // TestRunBadInput: what kubectl refuses to create is bad input.
 func TestRunBadInput(t *testing.T) {
 	for _, tc := range []struct{ name, input, want string }{

@@ -309,6 +309,9 @@ func (o *offlineRun) check(t *testing.T, c offlineCase, tally *offlineTally) {
 		}
 	}
 	offline := admitted.wait(t)
+	if len(offline.objects) > 1 {
+		t.Errorf("admit printed %d objects for one pod", len(offline.objects))
+	}
 	switch {
 	case serverErr != nil && offline.refusal != "":
 		tally.Refused++
@@ -454,8 +457,11 @@ func (o *offlineRun) waitForState(t *testing.T, ns string) {
 // admitResult is what one run of admit printed.
 type admitResult struct {
 	code int
-	// object is the pod admitted, nil when refused.
-	object map[string]any
+	// objects are the objects admitted, in the order printed; object is
+	// the first (the pod of a TestOfflineIsTheServer case), nil when
+	// refused.
+	objects []map[string]any
+	object  map[string]any
 	// refusal is the message of a refusal.
 	refusal string
 	stderr  string
@@ -485,6 +491,12 @@ func (o *offlineRun) startAdmit(t *testing.T, c offlineCase, state []any) *admit
 			args = append(args, file)
 		}
 	}
+	return o.startAdmitArgs(t, args...)
+}
+
+// startAdmitArgs starts the admitkit command with args.
+func (o *offlineRun) startAdmitArgs(t *testing.T, args ...string) *admitRun {
+	t.Helper()
 	r := &admitRun{cmd: exec.Command(o.admit, args...)}
 	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
 	if err := r.cmd.Start(); err != nil {
@@ -507,10 +519,10 @@ func (r *admitRun) wait(t *testing.T) admitResult {
 	switch res.code {
 	case 0:
 		var list struct{ Items []map[string]any }
-		if err := json.Unmarshal(r.stdout.Bytes(), &list); err != nil || len(list.Items) != 1 {
+		if err := json.Unmarshal(r.stdout.Bytes(), &list); err != nil || len(list.Items) == 0 {
 			t.Fatalf("admit printed %d objects (%v):\n%s", len(list.Items), err, r.stdout.String())
 		}
-		res.object = list.Items[0]
+		res.objects, res.object = list.Items, list.Items[0]
 	case 1:
 		// The refusal's line; admit's exit message follows it.
 		_, rest, _ := strings.Cut(res.stderr, " refused: ")
