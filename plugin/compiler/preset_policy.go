@@ -69,9 +69,9 @@ var podScope = presetScope{
 // field containers (containers or initContainers), which kind names.
 func containerScope(containers, kind string, picker func(*settingsv1alpha1.PodPresetSpec) *settingsv1alpha1.ContainerSelector) presetScope {
 	return presetScope{
-		list:   func(f string) string { return "c.?" + f + ".orValue([])" },
-		has:    func(f string) string { return "has(c." + f + ")" },
-		path:   `"/spec/` + containers + `/" + string(i)`,
+		list:       func(f string) string { return "c.?" + f + ".orValue([])" },
+		has:        func(f string) string { return "has(c." + f + ")" },
+		path:       `"/spec/` + containers + `/" + string(i)`,
 		owner:      `(c.name == "" ? "` + kind + `" : "` + kind + ` \"" + c.name + "\"")`,
 		containers: containers,
 		picker:     picker,
