@@ -23,6 +23,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
@@ -89,10 +90,19 @@ var (
 type presetCEL struct {
 	presets  []*presetIn
 	families []family // every preset's items, family by family, in preset order
+	// tooLong holds the items whose condition grew past maxCondition.
+	tooLong map[*presetIn][]*field.Path
 }
 
+// maxCondition bounds the condition of one item. Whether a PodWins mount
+// is appended depends on whether each earlier PodWins mount sharing its
+// name or path was, so chains of them nest; a policy is stored in etcd
+// and evaluated on every pod create, and a preset whose chain grows past
+// this is left to the plugin.
+const maxCondition = 16 << 10
+
 func newPresetCEL(presets []*presetIn) *presetCEL {
-	b := &presetCEL{presets: presets}
+	b := &presetCEL{presets: presets, tooLong: map[*presetIn][]*field.Path{}}
 	for pi, p := range presets {
 		for fi, f := range familiesOf(p, pi) {
 			if pi == 0 {
@@ -160,7 +170,7 @@ func (b *presetCEL) conflict(s presetScope, families []family) string {
 		for t := range f.entries {
 			e := &f.entries[t]
 			active := b.active(e, s)
-			if active == "" {
+			if active == "" || b.yields(e) {
 				continue
 			}
 			var withPod []string
@@ -170,7 +180,7 @@ func (b *presetCEL) conflict(s presetScope, families []family) string {
 			terms = append(terms, "("+active+" && ("+celOr(withPod)+"))")
 			for u := range f.entries[:t] {
 				other := &f.entries[u]
-				if otherActive := b.active(other, s); otherActive != "" && e.differs(other) {
+				if otherActive := b.active(other, s); otherActive != "" && !b.yields(other) && e.differs(other) {
 					terms = append(terms, "("+active+" && "+otherActive+")")
 				}
 			}
@@ -180,34 +190,20 @@ func (b *presetCEL) conflict(s presetScope, families []family) string {
 }
 
 // patches is the CEL list of JSON Patch operations, in scope s, that
-// append every item the plugin appends when nothing conflicts: an active
-// item whose key the pod's list lacks and no earlier active item has (with
-// no conflict, an item with the same key is the same item). Items holding
-// lists of Object literals crash kube-apiserver 1.36.0 to 1.36.3
-// (kubernetes#142181): the values are plain maps.
+// append every item the plugin appends when nothing conflicts, in preset
+// order, then item order (where the plugin puts them back after merging
+// PodWins items last). Items holding lists of Object literals crash
+// kube-apiserver 1.36.0 to 1.36.3 (kubernetes#142181): the values are
+// plain maps.
 func (b *presetCEL) patches(s presetScope, families []family) string {
 	var ops []string
 	for _, f := range families {
-		list := s.list(f.name)
+		appended := b.appended(s, f)
 		var items []string
 		for t := range f.entries {
-			e := &f.entries[t]
-			active := b.active(e, s)
-			if active == "" {
-				continue
+			if cond := appended(t); cond != "" {
+				items = append(items, "(("+cond+") ? ["+f.entries[t].literal+"] : [])")
 			}
-			var earlier []string
-			for u := range f.entries[:t] {
-				other := &f.entries[u]
-				if otherActive := b.active(other, s); otherActive != "" && other.keys[0] == e.keys[0] {
-					earlier = append(earlier, otherActive)
-				}
-			}
-			cond := active + " && !" + list + ".exists(x, " + e.keyConds[0]("x") + ")"
-			if len(earlier) > 0 {
-				cond += " && !(" + celOr(earlier) + ")"
-			}
-			items = append(items, "(("+cond+") ? ["+e.literal+"] : [])")
 		}
 		if len(items) == 0 {
 			continue
@@ -218,6 +214,90 @@ func (b *presetCEL) patches(s presetScope, families []family) string {
 	}
 	return celConcat(ops)
 }
+
+// appended returns, for each entry of f, the CEL condition in scope s
+// that the plugin appends it when nothing conflicts ("" when it never
+// does):
+//
+//   - an item of a preset that does not yield, when it is active, the pod's
+//     list lacks its key and no earlier such item has it (with no conflict,
+//     an item with the same key is the same item);
+//   - an item of a PodWins preset, merged after all of those, when it is
+//     active and no item has any key of its: not the pod's, not an active
+//     item of a preset that does not yield, not an earlier PodWins item
+//     that was appended.
+func (b *presetCEL) appended(s presetScope, f family) func(t int) string {
+	list := s.list(f.name)
+	memo := map[int]string{}
+	var cond func(t int) string
+	cond = func(t int) string {
+		if c, ok := memo[t]; ok {
+			return c
+		}
+		e := &f.entries[t]
+		active := b.active(e, s)
+		if active == "" {
+			memo[t] = ""
+			return ""
+		}
+		terms := []string{active}
+		if !b.yields(e) {
+			terms = append(terms, "!"+list+".exists(x, "+e.keyConds[0]("x")+")")
+			var earlier []string
+			for u := range f.entries[:t] {
+				other := &f.entries[u]
+				if otherActive := b.active(other, s); otherActive != "" && !b.yields(other) && other.keys[0] == e.keys[0] {
+					earlier = append(earlier, otherActive)
+				}
+			}
+			if len(earlier) > 0 {
+				terms = append(terms, "!("+celOr(earlier)+")")
+			}
+		} else {
+			for k := range e.keys {
+				terms = append(terms, "!"+list+".exists(x, "+e.keyConds[k]("x")+")")
+			}
+			var found []string
+			for u := range f.entries {
+				other := &f.entries[u]
+				if u == t || e.sharedKey(other) < 0 {
+					continue
+				}
+				switch {
+				case !b.yields(other):
+					if otherActive := b.active(other, s); otherActive != "" {
+						found = append(found, otherActive)
+					}
+				case u < t && len(e.keys) == 1:
+					// With one key, an earlier active PodWins item with
+					// it was appended, or gave way to an item with the
+					// same key: either way this one gives way.
+					if otherActive := b.active(other, s); otherActive != "" {
+						found = append(found, otherActive)
+					}
+				case u < t:
+					// A mount shares its name or its path: whether the
+					// earlier one was appended is its own condition.
+					if otherAppended := cond(u); otherAppended != "" {
+						found = append(found, "("+otherAppended+")")
+					}
+				}
+			}
+			if len(found) > 0 {
+				terms = append(terms, "!("+celOr(found)+")")
+			}
+		}
+		memo[t] = strings.Join(terms, " && ")
+		if len(memo[t]) > maxCondition {
+			b.tooLong[b.presets[e.preset]] = append(b.tooLong[b.presets[e.preset]], e.path)
+			memo[t] = "false"
+		}
+		return memo[t]
+	}
+	return cond
+}
+
+func (b *presetCEL) yields(e *entry) bool { return b.presets[e.preset].yields() }
 
 // rejections is the CEL list of the plugin's messages for the conflicts,
 // in scope s, of the items of Reject presets: each conflicts only with the
@@ -309,8 +389,9 @@ func podCreates() *admissionregistrationv1.MatchResources {
 }
 
 // buildPresetPolicy makes the policies of the compiled presets, in the
-// plugin's order.
-func buildPresetPolicy(presets []*presetIn) presetPolicy {
+// plugin's order, or returns the presets with items whose condition is
+// too long.
+func buildPresetPolicy(presets []*presetIn) (presetPolicy, map[*presetIn][]*field.Path) {
 	b := newPresetCEL(presets)
 	vars := b.matchVariables()
 	var matched, conflicts, patches []string
@@ -380,7 +461,10 @@ func buildPresetPolicy(presets []*presetIn) presetPolicy {
 		// The match variables, without matched and conflict.
 		out.validating, out.validatingBinding = rejectPolicy(slices.Clone(vars[:len(vars)-2]), celConcat(rejections))
 	}
-	return out
+	if len(b.tooLong) > 0 {
+		return presetPolicy{}, b.tooLong
+	}
+	return out, nil
 }
 
 // rejectPolicy is the ValidatingAdmissionPolicy that refuses a pod whose

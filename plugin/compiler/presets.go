@@ -78,6 +78,12 @@ func (p *presetIn) rejects() bool {
 	return p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyReject
 }
 
+// yields is true of a PodWins preset, whose items give way to any item
+// with a key of theirs.
+func (p *presetIn) yields() bool {
+	return p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyPodWins
+}
+
 // compilePresets compiles src's PodPresets and ClusterPodPresets into r:
 // one MutatingAdmissionPolicy that applies them as the plugin does and,
 // when a compiled preset's conflictPolicy is Reject, one
@@ -108,12 +114,28 @@ func compilePresets(src Sources, r *Result) {
 	for p, errs := range rejectRefusals(enforced) {
 		own[p] = append(own[p], errs...)
 	}
-	compiled, refused := keepApart(enforced, own, refused)
-	r.Refused = append(r.Refused, refused...)
-	if len(compiled) == 0 {
-		return
+	var policy presetPolicy
+	var compiled []*presetIn
+	var kept []Refusal
+	for {
+		compiled, kept = keepApart(enforced, own, refused)
+		if len(compiled) == 0 {
+			r.Refused = append(r.Refused, kept...)
+			return
+		}
+		var tooLong map[*presetIn][]*field.Path
+		if policy, tooLong = buildPresetPolicy(compiled); len(tooLong) == 0 {
+			break
+		}
+		// Each round refuses at least one more preset: it ends.
+		for p, paths := range tooLong {
+			for _, path := range paths {
+				own[p] = append(own[p], field.Forbidden(path, fmt.Sprintf(
+					"a PodWins mount whose name or path too many other PodWins mounts share, in chains: its condition would pass %d bytes", maxCondition)))
+			}
+		}
 	}
-	policy := buildPresetPolicy(compiled)
+	r.Refused = append(r.Refused, kept...)
 	r.MutatingPolicies = append(r.MutatingPolicies, policy.mutating)
 	r.MutatingBindings = append(r.MutatingBindings, policy.mutatingBinding)
 	if policy.validating != nil {
@@ -172,12 +194,14 @@ func presetRefusal(p *presetIn) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	switch p.spec.ConflictPolicy {
-	case "", settingsv1alpha1.ConflictPolicySkipAll, settingsv1alpha1.ConflictPolicyReject:
+	case "", settingsv1alpha1.ConflictPolicySkipAll, settingsv1alpha1.ConflictPolicyReject, settingsv1alpha1.ConflictPolicyPodWins:
 	default:
-		// PodWins and PresetWins items are merged in phases and then put
-		// back in preset order, which the compiler does not express yet.
+		// PresetWins items take the place of the pod's first item with a
+		// key of theirs and drop the pod's further ones, which JSON Patch
+		// indexes computed in CEL could express but the compiler does not
+		// yet.
 		errs = append(errs, field.NotSupported(spec.Child("conflictPolicy"), p.spec.ConflictPolicy,
-			[]string{string(settingsv1alpha1.ConflictPolicySkipAll), string(settingsv1alpha1.ConflictPolicyReject)}))
+			[]string{string(settingsv1alpha1.ConflictPolicySkipAll), string(settingsv1alpha1.ConflictPolicyPodWins), string(settingsv1alpha1.ConflictPolicyReject)}))
 	}
 	if _, err := celSelector(&p.spec.Selector, "variables.labels"); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("selector"), p.spec.Selector, err.Error()))
@@ -197,7 +221,7 @@ func presetRefusal(p *presetIn) field.ErrorList {
 
 // rejectRefusals refuses each Reject preset that shares an item's key with
 // another item it can meet on a pod: its own, or another enforced preset's
-// that can apply to the same pods. Whether a conflict between two presets
+// that can apply to the same pods and is not PodWins. Whether a conflict between two presets
 // refuses the pod, and how the refusal names it, depends on which item the
 // plugin merged first, which the compiled policy does not follow; a Reject
 // preset whose keys are its own conflicts only with the pod.
@@ -218,7 +242,9 @@ func rejectRefusals(enforced []*presetIn) map[*presetIn]field.ErrorList {
 			}
 		}
 		for qi, q := range enforced {
-			if q == p || !meet(p, q) {
+			// A PodWins item is merged after every other and gives way:
+			// a Reject item never meets it.
+			if q == p || q.yields() || !meet(p, q) {
 				continue
 			}
 			theirs := familiesOf(q, qi)

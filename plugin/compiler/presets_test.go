@@ -208,9 +208,9 @@ func TestPresetRefusals(t *testing.T) {
 		wantRefused  map[string]string // "Kind namespace/name" to a part of its refusal
 		wantCompiled int
 	}{{
-		name:        "PodWins is not compiled",
-		src:         compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{withPolicy(database(), settingsv1alpha1.ConflictPolicyPodWins)}},
-		wantRefused: map[string]string{"PodPreset shop/database": `spec.conflictPolicy: Unsupported value: "PodWins"`},
+		name:        "PresetWins is not compiled",
+		src:         compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{withPolicy(database(), settingsv1alpha1.ConflictPolicyPresetWins)}},
+		wantRefused: map[string]string{"PodPreset shop/database": `spec.conflictPolicy: Unsupported value: "PresetWins"`},
 	}, {
 		name: "a preset in Warn mode is refused alone",
 		src:  compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{database(), warned}},
@@ -233,10 +233,10 @@ func TestPresetRefusals(t *testing.T) {
 		name: "a refused cluster preset takes every preset with it",
 		src: compiler.Sources{
 			PodPresets:        []settingsv1alpha1.PodPreset{database(), renamed(database(), "other", "database")},
-			ClusterPodPresets: []settingsv1alpha1.ClusterPodPreset{clusterPreset("proxy", settingsv1alpha1.ConflictPolicyPodWins)},
+			ClusterPodPresets: []settingsv1alpha1.ClusterPodPreset{clusterPreset("proxy", settingsv1alpha1.ConflictPolicyPresetWins)},
 		},
 		wantRefused: map[string]string{
-			"ClusterPodPreset /proxy":  `spec.conflictPolicy: Unsupported value: "PodWins"`,
+			"ClusterPodPreset /proxy":  `spec.conflictPolicy: Unsupported value: "PresetWins"`,
 			"PodPreset shop/database":  "can apply to the same pods as ClusterPodPreset proxy",
 			"PodPreset other/database": "can apply to the same pods as ClusterPodPreset proxy",
 		},
@@ -255,6 +255,11 @@ func TestPresetRefusals(t *testing.T) {
 			"PodPreset shop/port":     `spec.env[0]: Forbidden: name is also the name of PodPreset "database"'s spec.env[0]`,
 			"PodPreset shop/database": "can apply to the same pods as PodPreset shop/port",
 		},
+	}, {
+		name: "a Reject preset sharing a key with a PodWins preset, which gives way to it",
+		src: compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{withPolicy(database(), settingsv1alpha1.ConflictPolicyPodWins),
+			withPolicy(sharing, settingsv1alpha1.ConflictPolicyReject)}},
+		wantCompiled: 2,
 	}, {
 		name: "a Reject preset whose keys are its own",
 		src: compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{withPolicy(database(), settingsv1alpha1.ConflictPolicyReject),
