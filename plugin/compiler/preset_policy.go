@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -37,6 +38,9 @@ type presetPolicy struct {
 	// Reject.
 	validating        *admissionregistrationv1.ValidatingAdmissionPolicy
 	validatingBinding *admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	// warning warns of a conflict that leaves the presets out.
+	warning        *admissionregistrationv1.ValidatingAdmissionPolicy
+	warningBinding *admissionregistrationv1.ValidatingAdmissionPolicyBinding
 }
 
 // presetScope is where a list is merged: the pod (volumes), or each init
@@ -323,6 +327,100 @@ func (b *presetCEL) rejections(s presetScope, families []family) string {
 	return celConcat(msgs)
 }
 
+// conflicts is the CEL list of the plugin's messages for every conflict in
+// scope s, in its order: item by item of the presets that do not yield
+// (PodWins items never conflict), key by key. An item is compared with
+// the first item holding its key: the pod's, or else the first item of an
+// earlier preset that was appended, which names the preset.
+func (b *presetCEL) conflicts(s presetScope, families []family) string {
+	var msgs []string
+	for _, f := range families {
+		list := s.list(f.name)
+		appended := b.firstAppended(s, f)
+		for t := range f.entries {
+			e := &f.entries[t]
+			p := b.presets[e.preset]
+			active := b.active(e, s)
+			if active == "" || p.yields() {
+				continue
+			}
+			for k := range e.keys {
+				has := e.keyConds[k]("x")
+				prefix := fmt.Sprintf("%s: %s conflicts with the one ", p, e.describe[k])
+				// Earlier items with the key, the first appended one
+				// first: a chain of conditions.
+				chain := "[]"
+				for u := t - 1; u >= 0; u-- {
+					other := &f.entries[u]
+					cond := appended(u)
+					if other.keys[k] != e.keys[k] || cond == "" || b.yields(other) {
+						continue
+					}
+					then := "[]"
+					if !apiequality.Semantic.DeepEqual(e.item, other.item) {
+						then = "[" + celString(prefix+"from "+b.presets[other.preset].String()) + "]"
+					}
+					chain = "((" + cond + ") ? " + then + " : " + chain + ")"
+				}
+				withPod := fmt.Sprintf("(%[1]s.filter(x, %[2]s)[0] != %[3]s ? [%[4]s + %[5]s] : [])", list, has, e.literal, celString(prefix+"in "), s.owner)
+				msgs = append(msgs, "("+active+" ? ("+list+".exists(x, "+has+") ? "+withPod+" : "+chain+") : [])")
+			}
+		}
+	}
+	return celConcat(msgs)
+}
+
+// firstAppended returns, for each entry of f of a preset that does not
+// yield, the CEL condition in scope s that the plugin appends it, conflicts
+// or not: it is active and no item holds a key of its when it is merged,
+// not the pod's, not an earlier one appended.
+func (b *presetCEL) firstAppended(s presetScope, f family) func(t int) string {
+	list := s.list(f.name)
+	memo := map[int]string{}
+	var cond func(t int) string
+	cond = func(t int) string {
+		if c, ok := memo[t]; ok {
+			return c
+		}
+		e := &f.entries[t]
+		active := b.active(e, s)
+		if active == "" || b.yields(e) {
+			memo[t] = ""
+			return ""
+		}
+		terms := []string{active}
+		for k := range e.keys {
+			terms = append(terms, "!"+list+".exists(x, "+e.keyConds[k]("x")+")")
+		}
+		var found []string
+		for u := range f.entries[:t] {
+			other := &f.entries[u]
+			if b.yields(other) || e.sharedKey(other) < 0 {
+				continue
+			}
+			if len(e.keys) == 1 {
+				// With one key, the first active item with it is
+				// appended: any earlier active one means this is not.
+				if otherActive := b.active(other, s); otherActive != "" {
+					found = append(found, otherActive)
+				}
+			} else if otherAppended := cond(u); otherAppended != "" {
+				found = append(found, "("+otherAppended+")")
+			}
+		}
+		if len(found) > 0 {
+			terms = append(terms, "!("+celOr(found)+")")
+		}
+		memo[t] = strings.Join(terms, " && ")
+		if len(memo[t]) > maxCondition {
+			b.tooLong[b.presets[e.preset]] = append(b.tooLong[b.presets[e.preset]], e.path)
+			memo[t] = "false"
+		}
+		return memo[t]
+	}
+	return cond
+}
+
 // inContainers maps a CEL list expression over a container list of the
 // pod, with the container as c and its index as i, and flattens the
 // results.
@@ -448,54 +546,81 @@ func buildPresetPolicy(presets []*presetIn) (presetPolicy, map[*presetIn][]*fiel
 		},
 	}
 
-	var rejections []string
+	var rejections, conflictMsgs, names []string
 	for _, sf := range b.scopes() {
-		msgs := b.rejections(sf.scope, sf.families)
-		if sf.scope.containers == "" {
-			rejections = append(rejections, msgs)
-			continue
+		rejects, all := b.rejections(sf.scope, sf.families), b.conflicts(sf.scope, sf.families)
+		if sf.scope.containers != "" {
+			rejects, all = inContainers(sf.scope.containers, rejects), inContainers(sf.scope.containers, all)
 		}
-		rejections = append(rejections, inContainers(sf.scope.containers, msgs))
+		rejections = append(rejections, rejects)
+		conflictMsgs = append(conflictMsgs, all)
 	}
-	if slices.ContainsFunc(presets, (*presetIn).rejects) {
-		// The match variables, without matched and conflict.
-		out.validating, out.validatingBinding = rejectPolicy(slices.Clone(vars[:len(vars)-2]), celConcat(rejections))
+	for pi, p := range presets {
+		names = append(names, "("+matchVar(pi)+" ? ["+celString(p.String())+"] : [])")
 	}
+	// The match variables, without matched and conflict.
+	matchVars := vars[:len(vars)-2]
+	refuses := slices.ContainsFunc(presets, (*presetIn).rejects)
+	if refuses {
+		out.validating, out.validatingBinding = presetValidation(presetPolicyName,
+			append(slices.Clone(matchVars), admissionregistrationv1.Variable{Name: "rejections", Expression: celConcat(rejections)}),
+			admissionregistrationv1.Validation{
+				Expression:        "size(variables.rejections) == 0",
+				MessageExpression: podNameCEL + ` + " refused by pod presets whose conflictPolicy is Reject: " + ` + aggregateCEL("variables.rejections"),
+				Reason:            ptr.To(metav1.StatusReasonForbidden),
+			}, admissionregistrationv1.Deny)
+	}
+	// A conflict that refuses nothing leaves the presets out, and the
+	// plugin tells the pod's creator why in a warning.
+	warnVars := append(slices.Clone(matchVars),
+		admissionregistrationv1.Variable{Name: "conflicts", Expression: celConcat(conflictMsgs)},
+		admissionregistrationv1.Variable{Name: "presets", Expression: celConcat(names)})
+	warnWhen := "size(variables.conflicts) == 0"
+	if refuses {
+		warnVars = append(warnVars, admissionregistrationv1.Variable{Name: "rejections", Expression: celConcat(rejections)})
+		warnWhen += " || size(variables.rejections) > 0"
+	}
+	out.warning, out.warningBinding = presetValidation(presetPolicyName+"-conflicts", warnVars, admissionregistrationv1.Validation{
+		Expression: warnWhen,
+		MessageExpression: `"pod presets not applied to " + ` + podNameCEL + ` + " because they conflict (none of " + variables.presets.join(", ") + " was applied): " + ` +
+			aggregateCEL("variables.conflicts"),
+	}, admissionregistrationv1.Warn)
 	if len(b.tooLong) > 0 {
 		return presetPolicy{}, b.tooLong
 	}
 	return out, nil
 }
 
-// rejectPolicy is the ValidatingAdmissionPolicy that refuses a pod whose
-// conflicts involve a Reject preset, with the plugin's message. It runs
-// after every mutation: the mutating policy left such a pod as it came,
-// so it finds the conflicts the mutating policy found.
-func rejectPolicy(vars []admissionregistrationv1.Variable, rejections string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
-	vars = append(vars, admissionregistrationv1.Variable{Name: "rejections", Expression: rejections})
-	const podName = `"Pod " + request.namespace + "/" + (object.metadata.?name.orValue("") == "" && object.metadata.?generateName.orValue("") != "" ? object.metadata.generateName + "*" : object.metadata.?name.orValue(""))`
-	meta := metav1.ObjectMeta{Name: presetPolicyName}
+// podNameCEL names the pod as the plugin does: Pod namespace/name, or
+// namespace/generateName* when it has no name yet.
+const podNameCEL = `"Pod " + request.namespace + "/" + (object.metadata.?name.orValue("") == "" && object.metadata.?generateName.orValue("") != "" ? object.metadata.generateName + "*" : object.metadata.?name.orValue(""))`
+
+// aggregateCEL is a non-empty list of messages as the plugin aggregates
+// them: one alone, or the distinct ones in brackets.
+func aggregateCEL(list string) string {
+	return "(size(" + list + ".distinct()) == 1 ? " + list + "[0] : \"[\" + " + list + ".distinct().join(\", \") + \"]\")"
+}
+
+// presetValidation is a ValidatingAdmissionPolicy of one validation, and
+// its binding with action. It runs after every mutation: the mutating
+// policy left a pod whose presets conflict as it came, so it finds the
+// conflicts the mutating policy found.
+func presetValidation(name string, vars []admissionregistrationv1.Variable, validation admissionregistrationv1.Validation, action admissionregistrationv1.ValidationAction) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	meta := metav1.ObjectMeta{Name: name}
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 			ObjectMeta: meta,
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 				MatchConstraints: podCreates(),
 				MatchConditions:  presetMatchConditions,
 				Variables:        vars,
-				Validations: []admissionregistrationv1.Validation{{
-					Expression: "size(variables.rejections) == 0",
-					// The plugin's errors are aggregated: one alone, or
-					// the distinct ones in brackets.
-					MessageExpression: podName + ` + " refused by pod presets whose conflictPolicy is Reject: " + ` +
-						`(size(variables.rejections.distinct()) == 1 ? variables.rejections[0] : "[" + variables.rejections.distinct().join(", ") + "]")`,
-					Reason: ptr.To(metav1.StatusReasonForbidden),
-				}},
-				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+				Validations:      []admissionregistrationv1.Validation{validation},
+				FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
 			},
 		}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 			ObjectMeta: meta,
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-				PolicyName:        presetPolicyName,
-				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+				PolicyName:        name,
+				ValidationActions: []admissionregistrationv1.ValidationAction{action},
 			},
 		}
 }

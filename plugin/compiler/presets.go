@@ -142,6 +142,8 @@ func compilePresets(src Sources, r *Result) {
 		r.ValidatingPolicies = append(r.ValidatingPolicies, *policy.validating)
 		r.ValidatingBindings = append(r.ValidatingBindings, *policy.validatingBinding)
 	}
+	r.ValidatingPolicies = append(r.ValidatingPolicies, *policy.warning)
+	r.ValidatingBindings = append(r.ValidatingBindings, *policy.warningBinding)
 	for _, p := range compiled {
 		r.Compiled = append(r.Compiled, p.src)
 	}

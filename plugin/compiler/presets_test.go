@@ -113,14 +113,21 @@ func TestPresetPolicies(t *testing.T) {
 				t.Fatalf("want one mutating policy and its binding, got %s", dump(t, r))
 			}
 			compiles(t, &r.MutatingPolicies[0])
-			if got := len(r.ValidatingPolicies) == 1 && len(r.ValidatingBindings) == 1; got != tt.wantValidating {
-				t.Fatalf("validating policy made: %v, want %v: %s", got, tt.wantValidating, dump(t, r))
-			}
+			// The warning of conflicts, and the refusal of Reject presets.
+			want := []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}
 			if tt.wantValidating {
-				if want := []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}; !cmp.Equal(r.ValidatingBindings[0].Spec.ValidationActions, want) {
-					t.Errorf("validation actions %v, want %v", r.ValidatingBindings[0].Spec.ValidationActions, want)
+				want = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny, admissionregistrationv1.Warn}
+			}
+			var got []admissionregistrationv1.ValidationAction
+			for i, b := range r.ValidatingBindings {
+				got = append(got, b.Spec.ValidationActions...)
+				if b.Spec.PolicyName != r.ValidatingPolicies[i].Name {
+					t.Errorf("binding %s binds %s, want %s", b.Name, b.Spec.PolicyName, r.ValidatingPolicies[i].Name)
 				}
-				validates(t, &r.ValidatingPolicies[0])
+				validates(t, &r.ValidatingPolicies[i])
+			}
+			if !cmp.Equal(got, want) || len(r.ValidatingPolicies) != len(want) {
+				t.Fatalf("validation actions %v, want %v: %s", got, want, dump(t, r))
 			}
 		})
 	}
