@@ -92,6 +92,17 @@ func (p *presetIn) yields() bool {
 // that can apply to the same pod as a refused enforced one: the plugin
 // applies a pod's presets all or none, which a split between the policy and
 // the plugin could not keep.
+//
+// The policies give the pod the webhook host gives, which differs from
+// the plugin inside kube-apiserver in the same ways: both run after
+// ServiceAccount admission, so the kube-api-access volume comes before
+// the presets' volumes, and a preset mounting at its path conflicts with
+// its mount. Beyond the webhook host's differences: the refusal and the
+// warning carry kube-apiserver's prefix naming the policy and binding
+// before the plugin's text; no PodPresetConflict Event and no plugin
+// metrics are written (a policy cannot); and the refusal and the warning
+// are decided on the pod as mutation left it, so a mutating webhook that
+// changes a preset's item after the policy ran changes them.
 func compilePresets(src Sources, r *Result) {
 	presets, refused := collectPresets(src)
 	var enforced []*presetIn
