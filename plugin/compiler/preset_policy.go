@@ -164,8 +164,8 @@ func podConflict(e *entry, k int, list string) string {
 }
 
 // conflict is the CEL condition, in scope s, that the presets conflict:
-// an item differs from the pod's with the same key, or two active items
-// that share a key differ. Either way the plugin leaves every preset out
+// an item differs from the pod's with the same key (unless a PresetWins
+// item claims the key), or two active items that share a key differ. Either way the plugin leaves every preset out
 // (or refuses the pod), so which item it met first does not matter.
 func (b *presetCEL) conflict(s presetScope, families []family) string {
 	var terms []string
@@ -177,11 +177,19 @@ func (b *presetCEL) conflict(s presetScope, families []family) string {
 			if active == "" || b.yields(e) {
 				continue
 			}
-			var withPod []string
-			for k := range e.keys {
-				withPod = append(withPod, podConflict(e, k, list))
+			if !b.enforces(e) {
+				// An item whose key a PresetWins item claims meets that
+				// item, not the pod's: the pair below.
+				var withPod []string
+				for k := range e.keys {
+					withPod = append(withPod, podConflict(e, k, list))
+				}
+				cond := "(" + active + " && (" + celOr(withPod) + "))"
+				if claimed := b.claimed(s, f, e); claimed != "false" {
+					cond = "(" + cond + " && !(" + claimed + "))"
+				}
+				terms = append(terms, cond)
 			}
-			terms = append(terms, "("+active+" && ("+celOr(withPod)+"))")
 			for u := range f.entries[:t] {
 				other := &f.entries[u]
 				if otherActive := b.active(other, s); otherActive != "" && !b.yields(other) && e.differs(other) {
@@ -208,6 +216,9 @@ func (b *presetCEL) patches(s presetScope, families []family) string {
 			if cond := appended(t); cond != "" {
 				items = append(items, "(("+cond+") ? ["+f.entries[t].literal+"] : [])")
 			}
+		}
+		if replacements := b.replacements(s, f); replacements != "[]" {
+			ops = append(ops, replacements)
 		}
 		if len(items) == 0 {
 			continue
@@ -245,19 +256,26 @@ func (b *presetCEL) appended(s presetScope, f family) func(t int) string {
 			return ""
 		}
 		terms := []string{active}
-		if !b.yields(e) {
+		switch {
+		case b.enforces(e):
+			// A claim the pod has no item for is appended.
+			terms = []string{b.claim(s, f, t), "!" + list + ".exists(x, " + e.keyConds[0]("x") + ")"}
+		case !b.yields(e):
 			terms = append(terms, "!"+list+".exists(x, "+e.keyConds[0]("x")+")")
 			var earlier []string
 			for u := range f.entries[:t] {
 				other := &f.entries[u]
-				if otherActive := b.active(other, s); otherActive != "" && !b.yields(other) && other.keys[0] == e.keys[0] {
+				if otherActive := b.active(other, s); otherActive != "" && !b.yields(other) && !b.enforces(other) && other.keys[0] == e.keys[0] {
 					earlier = append(earlier, otherActive)
 				}
+			}
+			if claimed := b.claimed(s, f, e); claimed != "false" {
+				earlier = append(earlier, claimed)
 			}
 			if len(earlier) > 0 {
 				terms = append(terms, "!("+celOr(earlier)+")")
 			}
-		} else {
+		default:
 			for k := range e.keys {
 				terms = append(terms, "!"+list+".exists(x, "+e.keyConds[k]("x")+")")
 			}
@@ -303,6 +321,93 @@ func (b *presetCEL) appended(s presetScope, f family) func(t int) string {
 
 func (b *presetCEL) yields(e *entry) bool { return b.presets[e.preset].yields() }
 
+func (b *presetCEL) enforces(e *entry) bool { return b.presets[e.preset].enforces() }
+
+// claimed is the CEL condition, in scope s, that an active PresetWins item
+// of f has e's key (PresetWins presets have single-key items only: see
+// presetRefusal). The plugin places such items first, so every other item
+// with the key meets the first of them.
+func (b *presetCEL) claimed(s presetScope, f family, e *entry) string {
+	var terms []string
+	for u := range f.entries {
+		other := &f.entries[u]
+		if !b.enforces(other) || other.keys[0] != e.keys[0] {
+			continue
+		}
+		if active := b.active(other, s); active != "" {
+			terms = append(terms, active)
+		}
+	}
+	return celOr(terms)
+}
+
+// claim is the CEL condition, in scope s, that PresetWins entry t of f
+// claims its key: it is the first active PresetWins item with it.
+func (b *presetCEL) claim(s presetScope, f family, t int) string {
+	e := &f.entries[t]
+	active := b.active(e, s)
+	if active == "" {
+		return ""
+	}
+	var earlier []string
+	for u := range f.entries[:t] {
+		other := &f.entries[u]
+		if b.enforces(other) && other.keys[0] == e.keys[0] {
+			if otherActive := b.active(other, s); otherActive != "" {
+				earlier = append(earlier, otherActive)
+			}
+		}
+	}
+	if len(earlier) == 0 {
+		return active
+	}
+	return active + " && !(" + celOr(earlier) + ")"
+}
+
+// firstClaim is a CEL chain, in scope s, that gives then(c) for the first
+// active PresetWins entry c of f with e's key, and otherwise.
+func (b *presetCEL) firstClaim(s presetScope, f family, e *entry, then func(c *entry) string, otherwise string) string {
+	chain := otherwise
+	for u := len(f.entries) - 1; u >= 0; u-- {
+		other := &f.entries[u]
+		if !b.enforces(other) || other == e || other.keys[0] != e.keys[0] {
+			continue
+		}
+		if active := b.active(other, s); active != "" {
+			chain = "((" + active + ") ? " + then(other) + " : " + chain + ")"
+		}
+	}
+	return chain
+}
+
+// replacements is the CEL list of JSON Patch operations, in scope s, that
+// put claims in place in the pod's list of f: the first pod item with a
+// claimed key becomes the claim, and each later one that differs from it
+// goes, last first so that the indexes hold.
+func (b *presetCEL) replacements(s presetScope, f family) string {
+	list := s.list(f.name)
+	path := s.path + ` + "/` + f.name + `/"`
+	var replaces, drops []string
+	for t := range f.entries {
+		e := &f.entries[t]
+		if !b.enforces(e) {
+			continue
+		}
+		claim := b.claim(s, f, t)
+		if claim == "" {
+			continue
+		}
+		has := e.keyConds[0]("y")
+		first := list + ".transformList(j, y, " + has + " ? [j] : []).flatten()"
+		replaces = append(replaces, "(("+claim+") && "+list+".exists(y, "+has+") ? [JSONPatch{op: \"replace\", path: "+path+" + string("+first+"[0]), value: "+e.literal+"}] : [])")
+		drops = append(drops, "(("+claim+") && "+has+" && j != "+first+"[0] && y != "+e.literal+")")
+	}
+	if len(replaces) == 0 {
+		return "[]"
+	}
+	return celConcat(replaces) + " + " + list + ".transformList(j, y, (" + celOr(drops) + ") ? [j] : []).flatten().reverse().map(j, JSONPatch{op: \"remove\", path: " + path + " + string(j)})"
+}
+
 // rejections is the CEL list of the plugin's messages for the conflicts,
 // in scope s, of the items of Reject presets: each conflicts only with the
 // pod's item (rejectRefusals refuses a Reject preset whose keys another
@@ -337,11 +442,37 @@ func (b *presetCEL) conflicts(s presetScope, families []family) string {
 	for _, f := range families {
 		list := s.list(f.name)
 		appended := b.firstAppended(s, f)
+		// PresetWins items are placed first: their conflicts with one
+		// another come first.
+		for t := range f.entries {
+			e := &f.entries[t]
+			active := b.active(e, s)
+			if active == "" || !b.enforces(e) {
+				continue
+			}
+			prefix := fmt.Sprintf("%s: %s conflicts with the one from ", b.presets[e.preset], e.describe[0])
+			chain := "[]"
+			for u := t - 1; u >= 0; u-- {
+				other := &f.entries[u]
+				otherActive := b.active(other, s)
+				if !b.enforces(other) || other.keys[0] != e.keys[0] || otherActive == "" {
+					continue
+				}
+				then := "[]"
+				if !apiequality.Semantic.DeepEqual(e.item, other.item) {
+					then = "[" + celString(prefix+b.presets[other.preset].String()) + "]"
+				}
+				chain = "((" + otherActive + ") ? " + then + " : " + chain + ")"
+			}
+			if chain != "[]" {
+				msgs = append(msgs, "("+active+" ? "+chain+" : [])")
+			}
+		}
 		for t := range f.entries {
 			e := &f.entries[t]
 			p := b.presets[e.preset]
 			active := b.active(e, s)
-			if active == "" || p.yields() {
+			if active == "" || p.yields() || p.enforces() {
 				continue
 			}
 			for k := range e.keys {
@@ -363,7 +494,15 @@ func (b *presetCEL) conflicts(s presetScope, families []family) string {
 					chain = "((" + cond + ") ? " + then + " : " + chain + ")"
 				}
 				withPod := fmt.Sprintf("(%[1]s.filter(x, %[2]s)[0] != %[3]s ? [%[4]s + %[5]s] : [])", list, has, e.literal, celString(prefix+"in "), s.owner)
-				msgs = append(msgs, "("+active+" ? ("+list+".exists(x, "+has+") ? "+withPod+" : "+chain+") : [])")
+				unclaimed := "(" + list + ".exists(x, " + has + ") ? " + withPod + " : " + chain + ")"
+				// The first claim of the key is the item this one meets.
+				met := b.firstClaim(s, f, e, func(c *entry) string {
+					if apiequality.Semantic.DeepEqual(e.item, c.item) {
+						return "[]"
+					}
+					return "[" + celString(prefix+"from "+b.presets[c.preset].String()) + "]"
+				}, unclaimed)
+				msgs = append(msgs, "("+active+" ? "+met+" : [])")
 			}
 		}
 	}

@@ -78,6 +78,12 @@ func (p *presetIn) rejects() bool {
 	return p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyReject
 }
 
+// enforces is true of a PresetWins preset, whose items take the place of
+// the pod's.
+func (p *presetIn) enforces() bool {
+	return p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyPresetWins
+}
+
 // yields is true of a PodWins preset, whose items give way to any item
 // with a key of theirs.
 func (p *presetIn) yields() bool {
@@ -206,15 +212,11 @@ func collectPresets(src Sources) ([]*presetIn, []Refusal) {
 func presetRefusal(p *presetIn) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
-	switch p.spec.ConflictPolicy {
-	case "", settingsv1alpha1.ConflictPolicySkipAll, settingsv1alpha1.ConflictPolicyReject, settingsv1alpha1.ConflictPolicyPodWins:
-	default:
-		// PresetWins items take the place of the pod's first item with a
-		// key of theirs and drop the pod's further ones, which JSON Patch
-		// indexes computed in CEL could express but the compiler does not
-		// yet.
-		errs = append(errs, field.NotSupported(spec.Child("conflictPolicy"), p.spec.ConflictPolicy,
-			[]string{string(settingsv1alpha1.ConflictPolicySkipAll), string(settingsv1alpha1.ConflictPolicyPodWins), string(settingsv1alpha1.ConflictPolicyReject)}))
+	if p.enforces() && len(p.spec.VolumeMounts) > 0 {
+		// A PresetWins mount takes the place of the pod's first mount
+		// with its name or its path and drops the others, which two keys
+		// make a chain of conditions the compiler does not build.
+		errs = append(errs, field.Forbidden(spec.Child("volumeMounts"), "volumeMounts of a PresetWins preset are not compiled"))
 	}
 	if _, err := celSelector(&p.spec.Selector, "variables.labels"); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("selector"), p.spec.Selector, err.Error()))

@@ -205,6 +205,8 @@ func TestPresetRefusals(t *testing.T) {
 	sized.Spec.Volumes[0].EmptyDir.SizeLimit = ptr.To(resource.MustParse("1Gi"))
 	badSelector := database()
 	badSelector.Spec.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "role", Operator: "Near"}}}
+	badCluster := clusterPreset("proxy", "")
+	badCluster.Spec.Selector = badSelector.Spec.Selector
 	sharing := database()
 	sharing.Name = "port"
 	sharing.Spec.Volumes, sharing.Spec.VolumeMounts = nil, nil
@@ -216,9 +218,9 @@ func TestPresetRefusals(t *testing.T) {
 		wantRefused  map[string]string // "Kind namespace/name" to a part of its refusal
 		wantCompiled int
 	}{{
-		name:        "PresetWins is not compiled",
+		name:        "PresetWins mounts are not compiled",
 		src:         compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{withPolicy(database(), settingsv1alpha1.ConflictPolicyPresetWins)}},
-		wantRefused: map[string]string{"PodPreset shop/database": `spec.conflictPolicy: Unsupported value: "PresetWins"`},
+		wantRefused: map[string]string{"PodPreset shop/database": `spec.volumeMounts: Forbidden: volumeMounts of a PresetWins preset are not compiled`},
 	}, {
 		name: "a preset in Warn mode is refused alone",
 		src:  compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{database(), warned}},
@@ -233,7 +235,7 @@ func TestPresetRefusals(t *testing.T) {
 				database(), renamed(database(), "other", "database")},
 		},
 		wantRefused: map[string]string{
-			"PodPreset shop/winner":   `spec.conflictPolicy: Unsupported value: "PresetWins"`,
+			"PodPreset shop/winner":   `spec.volumeMounts: Forbidden`,
 			"PodPreset shop/database": "can apply to the same pods as PodPreset shop/winner",
 		},
 		wantCompiled: 1,
@@ -241,10 +243,10 @@ func TestPresetRefusals(t *testing.T) {
 		name: "a refused cluster preset takes every preset with it",
 		src: compiler.Sources{
 			PodPresets:        []settingsv1alpha1.PodPreset{database(), renamed(database(), "other", "database")},
-			ClusterPodPresets: []settingsv1alpha1.ClusterPodPreset{clusterPreset("proxy", settingsv1alpha1.ConflictPolicyPresetWins)},
+			ClusterPodPresets: []settingsv1alpha1.ClusterPodPreset{badCluster},
 		},
 		wantRefused: map[string]string{
-			"ClusterPodPreset /proxy":  `spec.conflictPolicy: Unsupported value: "PresetWins"`,
+			"ClusterPodPreset /proxy":  `spec.selector: Invalid value`,
 			"PodPreset shop/database":  "can apply to the same pods as ClusterPodPreset proxy",
 			"PodPreset other/database": "can apply to the same pods as ClusterPodPreset proxy",
 		},
@@ -267,6 +269,11 @@ func TestPresetRefusals(t *testing.T) {
 		name: "a Reject preset sharing a key with a PodWins preset, which gives way to it",
 		src: compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{withPolicy(database(), settingsv1alpha1.ConflictPolicyPodWins),
 			withPolicy(sharing, settingsv1alpha1.ConflictPolicyReject)}},
+		wantCompiled: 2,
+	}, {
+		name: "PresetWins env and volumes compile",
+		src: compiler.Sources{ClusterPodPresets: []settingsv1alpha1.ClusterPodPreset{clusterPreset("proxy", settingsv1alpha1.ConflictPolicyPresetWins)},
+			PodPresets: []settingsv1alpha1.PodPreset{database()}},
 		wantCompiled: 2,
 	}, {
 		name: "a Reject preset whose keys are its own",
