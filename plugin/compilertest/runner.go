@@ -26,9 +26,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,8 +74,12 @@ type Runner struct {
 // New starts a Runner holding result's policies and bindings and the given
 // namespaces (what namespaceSelector and namespaceObject see; a request in
 // a namespace not given fails as kube-apiserver fails it for a namespace
-// that does not exist).
+// that does not exist). A policy with an expression that does not compile
+// is an error, as kube-apiserver refuses to create it.
 func New(result compiler.Result, namespaces ...*corev1.Namespace) (*Runner, error) {
+	if err := checkExpressions(result); err != nil {
+		return nil, fmt.Errorf("compilertest: %w", err)
+	}
 	// The scheme that defaults as kube-apiserver 1.37 does. It defaults
 	// the policies and bindings as kube-apiserver stores them, and the
 	// dispatcher defaults the object after every mutation, as there.
@@ -176,7 +182,15 @@ func (r *Runner) AdmitUpdate(ctx context.Context, obj, old runtime.Object, names
 	return r.admit(ctx, obj, old, admission.Update, namespace)
 }
 
-func (r *Runner) admit(ctx context.Context, obj, old runtime.Object, operation admission.Operation, namespace string) (runtime.Object, []string, map[string]string, error) {
+func (r *Runner) admit(ctx context.Context, obj, old runtime.Object, operation admission.Operation, namespace string) (out runtime.Object, warnings []string, annotations map[string]string, err error) {
+	// kube-apiserver answers a request whose admission panics with an
+	// internal error; so does Admit, rather than end the test binary.
+	defer func() {
+		if p := recover(); p != nil {
+			out, warnings, annotations = nil, nil, nil
+			err = apierrors.NewInternalError(fmt.Errorf("compilertest: admission panicked: %v\n%s", p, debug.Stack()))
+		}
+	}()
 	var options runtime.Object
 	switch operation {
 	case admission.Create:
@@ -224,21 +238,21 @@ func (r *Runner) admit(ctx context.Context, obj, old runtime.Object, operation a
 
 	attrs := &recordingAttributes{Attributes: admission.NewAttributesRecord(in, oldIn, gvk, namespace, accessor.GetName(),
 		mapping.Resource, "", operation, options, false, r.User)}
-	warnings := &warningRecorder{}
-	ctx = warning.WithWarningRecorder(ctx, warnings)
+	recorder := &warningRecorder{}
+	ctx = warning.WithWarningRecorder(ctx, recorder)
 
 	if mutator, ok := r.chain.(admission.MutationInterface); ok && mutator.Handles(operation) {
 		if err := mutator.Admit(ctx, attrs, r.objectInterfaces); err != nil {
-			return nil, warnings.texts(), attrs.annotations(), err
+			return nil, recorder.texts(), attrs.annotations(), err
 		}
 	}
 	if validator, ok := r.chain.(admission.ValidationInterface); ok && validator.Handles(operation) {
 		if err := validator.Validate(ctx, attrs, r.objectInterfaces); err != nil {
-			return nil, warnings.texts(), attrs.annotations(), err
+			return nil, recorder.texts(), attrs.annotations(), err
 		}
 	}
 
-	out := attrs.GetObject()
+	out = attrs.GetObject()
 	if wasUnstructured {
 		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(out)
 		if err != nil {
@@ -248,7 +262,7 @@ func (r *Runner) admit(ctx context.Context, obj, old runtime.Object, operation a
 		u.SetGroupVersionKind(gvk)
 		out = u
 	}
-	return out, warnings.texts(), attrs.annotations(), nil
+	return out, recorder.texts(), attrs.annotations(), nil
 }
 
 // typed returns a copy of obj as the typed object kube-apiserver's
