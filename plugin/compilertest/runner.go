@@ -50,6 +50,7 @@ import (
 	"k8s.io/client-go/applyconfigurations"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/admitkit/admitkit/plugin/compiler"
@@ -77,6 +78,16 @@ type Runner struct {
 // that does not exist). A policy with an expression that does not compile
 // is an error, as kube-apiserver refuses to create it.
 func New(result compiler.Result, namespaces ...*corev1.Namespace) (*Runner, error) {
+	return start(result, func(plugins *admission.Plugins, scheme *runtime.Scheme) {
+		registerMutating(plugins, applyconfigurations.NewTypeConverter(scheme))
+	}, func(c *fake.Clientset) kubernetes.Interface { return c }, namespaces)
+}
+
+// start is New with the MutatingAdmissionPolicy plugin that register
+// registers and the client that the plugins are given: the tests run
+// upstream's own mutating.NewPlugin through it, against a client that
+// serves OpenAPI schemas, to prove registerMutating equal to it.
+func start(result compiler.Result, register func(*admission.Plugins, *runtime.Scheme), client func(*fake.Clientset) kubernetes.Interface, namespaces []*corev1.Namespace) (*Runner, error) {
 	if err := checkExpressions(result); err != nil {
 		return nil, fmt.Errorf("compilertest: %w", err)
 	}
@@ -105,8 +116,8 @@ func New(result compiler.Result, namespaces ...*corev1.Namespace) (*Runner, erro
 		scheme.Default(obj)
 	}
 
-	client := fake.NewClientset(objects...)
-	factory := informers.NewSharedInformerFactory(client, 0)
+	fakeClient := fake.NewClientset(objects...)
+	factory := informers.NewSharedInformerFactory(fakeClient, 0)
 	restMapper := testrestmapper.TestOnlyStaticRESTMapper(scheme)
 	stop := make(chan struct{})
 	r := &Runner{
@@ -119,10 +130,10 @@ func New(result compiler.Result, namespaces ...*corev1.Namespace) (*Runner, erro
 	}
 
 	plugins := admission.NewPlugins()
-	registerMutating(plugins, applyconfigurations.NewTypeConverter(scheme))
+	register(plugins, scheme)
 	validating.Register(plugins)
 	pluginInitializer := initializer.New(
-		client,
+		client(fakeClient),
 		dynamicfake.NewSimpleDynamicClient(scheme),
 		factory,
 		// Authorization is not what the compiled policies decide on.

@@ -144,3 +144,18 @@ func TestNewRefusesExpressionsThatDoNotCompile(t *testing.T) {
 		}
 	}
 }
+
+// ApplyConfiguration may not set an atomic list or struct (args, envFrom,
+// ...): the request fails naming each path, so the compiler uses JSONPatch
+// there.
+func TestApplyConfigurationRefusesAtomicLists(t *testing.T) {
+	r := newRunner(t, compiler.Result{
+		MutatingPolicies: []admissionregistrationv1.MutatingAdmissionPolicy{mutatingPolicy("args", applyConfiguration(
+			`Object{spec: Object.spec{containers: object.spec.containers.map(c, Object.spec.containers{name: c.name, args: ["--verbose"]})}}`))},
+		MutatingBindings: []admissionregistrationv1.MutatingAdmissionPolicyBinding{mutatingBinding("args")},
+	}, namespace("default", nil))
+	_, _, _, err := admitPod(t, r, pod(nil), "default")
+	if err == nil || !strings.Contains(err.Error(), "may not mutate atomic arrays, maps or structs: .spec.containers[0].args, .spec.containers[1].args") {
+		t.Errorf("Admit: error %v, want the atomic args of both containers refused", err)
+	}
+}
