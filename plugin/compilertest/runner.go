@@ -64,7 +64,8 @@ import (
 // Runner admits objects through one compiler.Result's policies and
 // bindings. It is safe for concurrent use; Close stops it.
 type Runner struct {
-	// User is the requester every request names (request.userInfo in CEL).
+	// User is the requester every request names (request.userInfo in CEL);
+	// set it before the first Admit.
 	User user.Info
 
 	scheme           *runtime.Scheme
