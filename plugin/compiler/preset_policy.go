@@ -165,8 +165,9 @@ func podConflict(e *entry, k int, list string) string {
 
 // conflict is the CEL condition, in scope s, that the presets conflict:
 // an item differs from the pod's with the same key (unless a PresetWins
-// item claims the key), or two active items that share a key differ. Either way the plugin leaves every preset out
-// (or refuses the pod), so which item it met first does not matter.
+// item claims the key), or two active items that share a key differ.
+// Either way the plugin leaves every preset out (or refuses the pod), so
+// which item it met first does not matter.
 func (b *presetCEL) conflict(s presetScope, families []family) string {
 	var terms []string
 	for _, f := range families {
@@ -202,9 +203,10 @@ func (b *presetCEL) conflict(s presetScope, families []family) string {
 }
 
 // patches is the CEL list of JSON Patch operations, in scope s, that
+// put PresetWins items in place of the pod's (see replacements) and
 // append every item the plugin appends when nothing conflicts, in preset
 // order, then item order (where the plugin puts them back after merging
-// PodWins items last). Items holding lists of Object literals crash
+// PresetWins items first and PodWins items last). Items holding lists of Object literals crash
 // kube-apiserver 1.36.0 to 1.36.3 (kubernetes#142181): the values are
 // plain maps.
 func (b *presetCEL) patches(s presetScope, families []family) string {
