@@ -1,0 +1,362 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package compiler
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+
+	"github.com/admitkit/admitkit/plugin/fuzzobjectstest"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
+)
+
+// request is one object admitted, as both sides see it.
+type request struct {
+	obj       runtime.Object
+	gvk       schema.GroupVersionKind
+	resource  string
+	namespace *corev1.Namespace
+}
+
+func podRequest(p *corev1.Pod, ns *corev1.Namespace) request {
+	p = p.DeepCopy()
+	p.Namespace = ns.Name
+	return request{p, corev1.SchemeGroupVersion.WithKind("Pod"), "pods", ns}
+}
+
+func typedRequest(obj runtime.Object, ns *corev1.Namespace) request {
+	if d, ok := obj.(*appsv1.Deployment); ok {
+		d = d.DeepCopy()
+		d.Namespace = ns.Name
+		return request{d, appsv1.SchemeGroupVersion.WithKind("Deployment"), "deployments", ns}
+	}
+	return podRequest(obj.(*corev1.Pod), ns)
+}
+
+// admitWithPolicy applies the mutating policy to a CREATE of rq as
+// kube-apiserver's MutatingAdmissionPolicy plugin does, with its own CEL
+// compiler and JSONPatch patcher: every mutation in order, each on the
+// object the one before it left, when the policy's resources include the
+// request's.
+func admitWithPolicy(t testing.TB, p admissionregistrationv1.MutatingAdmissionPolicy, rq request) (runtime.Object, error) {
+	t.Helper()
+	obj := rq.obj.DeepCopyObject()
+	obj.GetObjectKind().SetGroupVersionKind(rq.gvk)
+	if !policyMatches(p, rq) {
+		return obj, nil
+	}
+	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := plugincel.OptionalVariableDeclarations{HasAuthorizer: true, HasPatchTypes: true}
+	gvr := rq.gvk.GroupVersion().WithResource(rq.resource)
+	accessor, err := metaAccessor(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range p.Spec.Mutations {
+		eval := compiler.CompileMutatingEvaluator(&patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}, opts, environment.StoredExpressions)
+		if errs := eval.CompilationErrors(); len(errs) > 0 {
+			t.Fatalf("mutation %d does not compile: %v\n%s", i, errors.Join(errs...), m.JSONPatch.Expression)
+		}
+		attrs := admission.NewAttributesRecord(obj, nil, rq.gvk, accessor.GetNamespace(), accessor.GetName(), gvr, "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "alice"})
+		va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: rq.gvk, VersionedObject: admission.NewLazyObject(obj)}
+		obj, err = patch.NewJSONPatcher(eval).Patch(context.Background(), patch.Request{
+			MatchedResource:     gvr,
+			VersionedAttributes: va,
+			ObjectInterfaces:    admission.NewObjectInterfacesFromScheme(scheme.Scheme),
+			Namespace:           rq.namespace,
+		}, 1<<40)
+		if err != nil {
+			return nil, err
+		}
+		if accessor, err = metaAccessor(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return obj, nil
+}
+
+func metaAccessor(obj runtime.Object) (metav1.Object, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		return o, nil
+	}
+	return nil, errors.New("no metadata")
+}
+
+// policyMatches applies the policy's resource rules to a CREATE.
+func policyMatches(p admissionregistrationv1.MutatingAdmissionPolicy, rq request) bool {
+	for _, r := range p.Spec.MatchConstraints.ResourceRules {
+		ok := func(list []string, v string) bool { return slices.Contains(list, "*") || slices.Contains(list, v) }
+		if ok(r.APIGroups, rq.gvk.Group) && ok(r.APIVersions, rq.gvk.Version) && ok(r.Resources, rq.resource) &&
+			(slices.Contains(r.Operations, admissionregistrationv1.Create) || slices.Contains(r.Operations, admissionregistrationv1.OperationAll)) {
+			return true
+		}
+	}
+	return false
+}
+
+// admitWithPlugin runs the mutators on a CREATE of rq as the
+// LocationMutator does: the candidates of the request's kind, matched
+// against the request's target, until they converge.
+func admitWithPlugin(ms []*mutation.Mutator, rq request) (runtime.Object, error) {
+	sys, err := mutation.NewSystem(ms)
+	if err != nil {
+		return nil, err
+	}
+	obj := rq.obj.DeepCopyObject()
+	obj.GetObjectKind().SetGroupVersionKind(rq.gvk)
+	accessor, err := metaAccessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	target := match.Target{
+		GVK:          rq.gvk,
+		Namespace:    rq.namespace.Name,
+		Name:         accessor.GetName(),
+		GenerateName: accessor.GetGenerateName(),
+		Labels:       labels.Set(accessor.GetLabels()),
+		NamespaceLabels: func(string) (labels.Labels, error) {
+			return labels.Set(rq.namespace.Labels), nil
+		},
+	}
+	_, err = mutation.Mutate(sys.Candidates(rq.gvk, mutation.OperationCreate), obj, &target, mutation.Options{})
+	return obj, err
+}
+
+// compiledSubset is the mutators of ms the result compiled.
+func compiledSubset(ms []*mutation.Mutator, r Result) []*mutation.Mutator {
+	var out []*mutation.Mutator
+	for _, m := range ms {
+		if slices.Contains(r.Compiled, Source{Kind: m.ID().Kind, Name: m.ID().Name}) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// agree admits rq through the policy compiled from ms and through the
+// plugin running the mutators that compiled, and reports a difference:
+// both must store the same object, or both refuse it.
+func agree(t *testing.T, ms []*mutation.Mutator, r Result, rq request) (string, bool) {
+	t.Helper()
+	want, werr := admitWithPlugin(compiledSubset(ms, r), rq)
+	got, gerr := rq.obj.DeepCopyObject(), error(nil)
+	if len(r.MutatingPolicies) > 0 {
+		got, gerr = admitWithPolicy(t, r.MutatingPolicies[0], rq)
+	}
+	switch {
+	case werr != nil || gerr != nil:
+		if (werr == nil) != (gerr == nil) {
+			return "plugin: " + errString(werr) + "\npolicy: " + errString(gerr), false
+		}
+		return "", true
+	case !equality.Semantic.DeepEqual(stripTypeMeta(want), stripTypeMeta(got)):
+		return "plugin:\n" + toYAML(want) + "policy:\n" + toYAML(got), false
+	}
+	return "", true
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "admitted"
+	}
+	return err.Error()
+}
+
+func stripTypeMeta(obj runtime.Object) runtime.Object {
+	obj = obj.DeepCopyObject()
+	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	return obj
+}
+
+func toYAML(v any) string {
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		return err.Error()
+	}
+	return string(data)
+}
+
+// testdataMutators decodes every mutator of a LocationMutator testdata
+// file, as the plugin's static source does.
+func testdataMutators(t *testing.T, name string) []*mutation.Mutator {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "pkg", "admission", "locationmutator", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms []*mutation.Mutator
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := yaml.YAMLToJSONStrict(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list struct {
+			Kind  string            `json:"kind"`
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(js, &list); err != nil || list.Kind == "" {
+			continue // comments only
+		}
+		items := []json.RawMessage{js}
+		if list.Kind == "List" {
+			items = list.Items
+		}
+		for _, item := range items {
+			m, errs := mutation.DecodeJSON(item)
+			if len(errs) > 0 {
+				t.Fatalf("%s: %v", name, errs.ToAggregate())
+			}
+			ms = append(ms, m)
+		}
+	}
+	return ms
+}
+
+// namespaces are where the requests are made: labelled or not, system or
+// not, so that namespace matches go both ways.
+var namespaces = []*corev1.Namespace{
+	{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+	{ObjectMeta: metav1.ObjectMeta{Name: "prod", Labels: map[string]string{"env": "prod", "team": "a"}}},
+	{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", Labels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}}},
+}
+
+// fuzzPods are pods from fuzzobjectstest's generator, the same for every
+// run.
+func fuzzObjects(n int, deployments bool) []runtime.Object {
+	r := rand.New(rand.NewSource(7))
+	out := make([]runtime.Object, n)
+	for i := range out {
+		b := make([]byte, 64)
+		r.Read(b)
+		if deployments {
+			out[i] = fuzzobjectstest.TypedObject(fuzzobjectstest.NewSource(b))
+		} else {
+			out[i] = fuzzobjectstest.TypedPod(fuzzobjectstest.NewSource(b))
+		}
+	}
+	return out
+}
+
+func TestTestdataMutatorsAgree(t *testing.T) {
+	objects := fuzzObjects(40, false)
+	for _, file := range []string{"ten-pod-mutators.yaml", "mutators.yaml", "gatekeeper-shapes.yaml", "pull-always.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			ms := testdataMutators(t, file)
+			r := Compile(Sources{Mutators: ms})
+			for _, ref := range r.Refused {
+				t.Logf("refused %s/%s: %v", ref.Source.Kind, ref.Source.Name, ref.Errs.ToAggregate())
+			}
+			t.Logf("%s: %d of %d mutators compile", file, len(r.Compiled), len(ms))
+			for i, obj := range objects {
+				for _, ns := range namespaces {
+					if diff, ok := agree(t, ms, r, podRequest(obj.(*corev1.Pod), ns)); !ok {
+						t.Fatalf("pod %d in %s: %s", i, ns.Name, diff)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestGeneratedMutatorsAgree runs sets of fuzzobjectstest's mutators on its
+// typed pods and deployments, through the plugin and the compiled policy.
+func TestGeneratedMutatorsAgree(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	const sets = 300
+	var compiledSets, fullSets, mutators, compiled, agreed, cases int
+	for set := 0; set < sets; set++ {
+		b := make([]byte, 96)
+		r.Read(b)
+		s := fuzzobjectstest.NewSource(b)
+		obj := fuzzobjectstest.TypedObject(s)
+		_, deploy := obj.(*appsv1.Deployment)
+		g := &fuzzobjectstest.Mutators{Source: s, Deployment: deploy}
+		var ms []*mutation.Mutator
+		for i := s.Next(6); i >= 0; i-- {
+			data, err := json.Marshal(g.Mutator(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m, errs := mutation.DecodeJSON(data); len(errs) == 0 {
+				ms = append(ms, m)
+			}
+		}
+		res := Compile(Sources{Mutators: ms})
+		mutators += len(ms)
+		compiled += len(res.Compiled)
+		if len(res.Compiled) == 0 {
+			continue
+		}
+		compiledSets++
+		if len(res.Compiled) == len(ms) {
+			fullSets++
+		}
+		for _, ns := range namespaces[:2] {
+			cases++
+			diff, ok := agree(t, ms, res, typedRequest(obj, ns))
+			if !ok {
+				var b strings.Builder
+				for _, m := range compiledSubset(ms, res) {
+					b.WriteString("\n  " + m.ID().String() + " " + m.Location().String() + ": " + m.Effect())
+				}
+				t.Errorf("set %d in %s:%s\n%s", set, ns.Name, b.String(), diff)
+				continue
+			}
+			agreed++
+		}
+	}
+	t.Logf("%d sets, %d with a mutator compiled (%d wholly); %d of %d mutators compiled; %d of %d cases agree", sets, compiledSets, fullSets, compiled, mutators, agreed, cases)
+}
