@@ -42,7 +42,7 @@ const (
 	// targetNamespace is the namespace the matchers see.
 	targetNamespace = `(` + isNamespace + ` ? "" : request.namespace)`
 	// objectName is the object's name, the request's when it has none.
-	objectName = `(("name" in object.metadata && object.metadata.name != "") ? object.metadata.name : request.name)`
+	objectName = `(("name" in object.metadata && object.metadata.name != "") ? object.metadata.name : (has(request.name) ? request.name : ""))`
 	// generateName is the object's metadata.generateName, "" for none.
 	generateName = `(("generateName" in object.metadata && object.metadata.generateName != null) ? object.metadata.generateName : "")`
 	// objectLabels are the object's labels, empty for none.

@@ -19,6 +19,7 @@ package compiler
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -48,36 +49,54 @@ func goType(gvk schema.GroupVersionKind) (reflect.Type, bool) {
 // jsonMarshaler types print themselves: a location cannot go inside them.
 var jsonMarshaler = reflect.TypeFor[json.Marshaler]()
 
+// errAbsent is typeAt's answer for a location through a field the type
+// lacks, below parents the type always has. The plugin's typed walk reads
+// such a field as absent and drops what is written there, so the mutator
+// changes nothing in the kind.
+var errAbsent = errors.New("the kind has no such field")
+
 // typeAt follows the location's nodes from t and returns the type of the
-// value at the end. A list node keys elements that are structs holding
-// the key field.
-func typeAt(t reflect.Type, nodes []path.Node) (reflect.Type, error) {
+// value at the end, and whether a write there may create a parent: a
+// field that is a pointer or a map, or a keyed list element, which the
+// typed object may lack, unlike a struct, which it always prints. A list
+// node keys elements that are structs holding the key field.
+func typeAt(t reflect.Type, nodes []path.Node) (_ reflect.Type, creates bool, _ error) {
 	for i, n := range nodes {
+		if i > 0 {
+			switch t.Kind() {
+			case reflect.Pointer, reflect.Map:
+				creates = true
+			}
+		}
 		t = deref(t)
 		switch n := n.(type) {
 		case path.Object:
 			next, err := memberType(t, n.Reference)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", prefix(nodes, i), err)
+			switch {
+			case err != nil && !creates && t.Kind() == reflect.Struct:
+				return nil, false, errAbsent
+			case err != nil:
+				return nil, false, fmt.Errorf("%s: %w", prefix(nodes, i), err)
 			}
 			t = next
 		case path.List:
 			if t.Kind() != reflect.Slice || deref(t.Elem()).Kind() != reflect.Struct {
-				return nil, fmt.Errorf("%s: %s is not a list of objects", prefix(nodes, i), t)
+				return nil, false, fmt.Errorf("%s: %s is not a list of objects", prefix(nodes, i), t)
 			}
 			if !n.Glob {
+				creates = true
 				kt, err := memberType(deref(t.Elem()), n.KeyField)
 				if err != nil {
-					return nil, fmt.Errorf("%s: %w", prefix(nodes, i), err)
+					return nil, false, fmt.Errorf("%s: %w", prefix(nodes, i), err)
 				}
-				if err := fits(n.KeyValue, kt); err != nil {
-					return nil, fmt.Errorf("%s: the key %w", prefix(nodes, i), err)
+				if err := fits(n.KeyValue, kt, true); err != nil {
+					return nil, false, fmt.Errorf("%s: the key %w", prefix(nodes, i), err)
 				}
 			}
 			t = t.Elem()
 		}
 	}
-	return t, nil
+	return t, creates, nil
 }
 
 // memberType is the type of a struct field by its JSON name, or a map's
@@ -115,9 +134,13 @@ func deref(t reflect.Type) reflect.Type {
 func prefix(nodes []path.Node, i int) string { return path.Path{Nodes: nodes[:i+1]}.String() }
 
 // fits reports, as an error, a JSON value that a field of type t cannot
-// hold as it is: decoded strictly into t and encoded again, it must be the
-// same JSON. A null fits a pointer, slice or map, which it empties.
-func fits(v any, t reflect.Type) error {
+// hold as it is: decoded strictly into t and encoded again, it must give
+// the same JSON, but for members the type always prints (an empty struct).
+// A null fits a pointer, slice or map, which it empties. Where the write
+// may create a parent (creates), an empty value is refused too: omitempty
+// drops it, and the plugin then counts the write as no change and creates
+// no parent for it.
+func fits(v any, t reflect.Type, creates bool) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("%v is not JSON: %w", v, err)
@@ -133,19 +156,51 @@ func fits(v any, t reflect.Type) error {
 		return fmt.Errorf("%s does not fit %s: %w", data, t, err)
 	}
 	var was, is any
-	if json.Unmarshal(data, &was) != nil || json.Unmarshal(back, &is) != nil || !equality.Semantic.DeepEqual(was, is) {
+	if json.Unmarshal(data, &was) != nil || json.Unmarshal(back, &is) != nil || !covers(is, was) {
 		return fmt.Errorf("%s reads back from %s as %s", data, t, back)
 	}
-	if v != nil && t.Kind() != reflect.Pointer && isZero(is) {
-		// omitempty drops it, and the plugin then counts the write as no
-		// change and creates no parent for it.
+	if creates && v != nil && t.Kind() != reflect.Pointer && isEmpty(is) {
 		return fmt.Errorf("%s is the empty value of %s, which the object may drop", data, t)
 	}
 	return nil
 }
 
-// isZero reports the JSON values an omitempty field leaves out.
-func isZero(v any) bool {
+// covers reports whether is holds what was holds, and besides only empty
+// objects.
+func covers(is, was any) bool {
+	switch was := was.(type) {
+	case map[string]any:
+		m, ok := is.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range m {
+			if w, ok := was[k]; ok {
+				if !covers(v, w) {
+					return false
+				}
+			} else if o, ok := v.(map[string]any); !ok || len(o) > 0 {
+				return false
+			}
+		}
+		return len(m) >= len(was)
+	case []any:
+		l, ok := is.([]any)
+		if !ok || len(l) != len(was) {
+			return false
+		}
+		for i := range l {
+			if !covers(l[i], was[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return equality.Semantic.DeepEqual(is, was)
+}
+
+// isEmpty reports the JSON values an omitempty field leaves out.
+func isEmpty(v any) bool {
 	switch v := v.(type) {
 	case string:
 		return v == ""

@@ -17,6 +17,7 @@ limitations under the License.
 package compiler
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -91,8 +92,9 @@ func compileMutators(src Sources, r *Result) {
 		id := c.m.ID()
 		r.Compiled = append(r.Compiled, Source{Kind: id.Kind, Name: id.Name})
 		switch {
-		case c.m.Matcher().NeverMatches():
-			// A Generated mutator matches nothing in-process.
+		case c.m.Matcher().NeverMatches() || c.guard == "":
+			// A Generated mutator matches nothing in-process; others
+			// change nothing in the kinds they apply to.
 		case c.m.Mode() == mutation.ModeWarn:
 			warn = append(warn, c)
 		case c.m.Mode() == mutation.ModeAudit:
@@ -130,17 +132,28 @@ func compileMutator(m *mutation.Mutator) (*compiledMutator, field.ErrorList) {
 	if m.UsesExternalData() {
 		return nil, field.ErrorList{field.Forbidden(assignPath.Child("externalData"), "a policy cannot call an external data provider")}
 	}
-	c := &compiledMutator{m: m, guard: and([]string{appliesTo(m.Bindings()), matches(m.Matcher())})}
+	c := &compiledMutator{m: m}
 	nodes := m.Location().Nodes
-	var errs field.ErrorList
-	var ends []reflect.Type
+	var (
+		errs     field.ErrorList
+		ends     []end
+		bindings []mutation.Binding
+	)
 	if m.Bindings() == nil {
 		c.rules, errs = metadataRules(m)
 	} else {
-		c.rules, ends, errs = bindingRules(m, nodes)
+		c.rules, bindings, ends, errs = bindingRules(m, nodes)
 	}
 	if len(errs) > 0 {
 		return nil, errs
+	}
+	if m.Bindings() != nil && len(bindings) == 0 {
+		// It changes nothing in any kind it applies to.
+		return c, nil
+	}
+	c.guard = and([]string{appliesTo(m.Bindings()), matches(m.Matcher())})
+	if bindings != nil {
+		c.guard = and([]string{appliesTo(bindings), matches(m.Matcher())})
 	}
 	leaf, errs := leafOf(m, ends)
 	if len(errs) > 0 {
@@ -150,9 +163,16 @@ func compileMutator(m *mutation.Mutator) (*compiledMutator, field.ErrorList) {
 	return c, nil
 }
 
-// leafOf is what the mutator's kind writes; ends are the types of the
-// value at the end of the location in each built-in kind it applies to.
-func leafOf(m *mutation.Mutator, ends []reflect.Type) (leaf, field.ErrorList) {
+// end is the type of the value at the end of a location in a built-in
+// kind, and whether a write there may create a parent (typeAt).
+type end struct {
+	t       reflect.Type
+	creates bool
+}
+
+// leafOf is what the mutator's kind writes; ends are the ends of its
+// location in each built-in kind it applies to.
+func leafOf(m *mutation.Mutator, ends []end) (leaf, field.ErrorList) {
 	if a, ok := m.Assignment(); ok {
 		switch a.FromMetadata {
 		case "name":
@@ -160,11 +180,11 @@ func leafOf(m *mutation.Mutator, ends []reflect.Type) (leaf, field.ErrorList) {
 		case "namespace":
 			return assignLeaf{value: targetNamespace}, checkEnds(ends, assignPath.Child("fromMetadata"), stringEnd)
 		}
-		errs := checkEnds(ends, assignPath.Child("value"), func(t reflect.Type) error {
+		errs := checkEnds(ends, assignPath.Child("value"), func(e end) error {
 			if a.Value == nil {
-				return nullEnd(t)
+				return nullEnd(e)
 			}
-			return fits(a.Value, t)
+			return fits(a.Value, e.t, e.creates)
 		})
 		return assignLeaf{value: celLiteral(a.Value), null: a.Value == nil}, errs
 	}
@@ -173,13 +193,13 @@ func leafOf(m *mutation.Mutator, ends []reflect.Type) (leaf, field.ErrorList) {
 		if !exact {
 			return nil, field.ErrorList{field.Invalid(vp, values, "a value equal to nothing is merged again on every pass")}
 		}
-		errs := checkEnds(ends, vp, func(t reflect.Type) error {
-			t = deref(t)
+		errs := checkEnds(ends, vp, func(e end) error {
+			t := deref(e.t)
 			if t.Kind() != reflect.Slice {
 				return fmt.Errorf("%s is not a list", t)
 			}
 			for _, v := range values {
-				if err := fits(v, t.Elem()); err != nil {
+				if err := fits(v, t.Elem(), true); err != nil {
 					return err
 				}
 			}
@@ -193,59 +213,82 @@ func leafOf(m *mutation.Mutator, ends []reflect.Type) (leaf, field.ErrorList) {
 	return nil, field.ErrorList{field.InternalError(nil, fmt.Errorf("%s is of no kind the compiler knows", m.ID()))}
 }
 
-func checkEnds(ends []reflect.Type, p *field.Path, check func(reflect.Type) error) field.ErrorList {
+func checkEnds(ends []end, p *field.Path, check func(end) error) field.ErrorList {
 	var errs field.ErrorList
-	for _, t := range ends {
-		if err := check(t); err != nil {
+	for _, e := range ends {
+		if err := check(e); err != nil {
 			errs = append(errs, field.Invalid(p, "", err.Error()))
 		}
 	}
 	return errs
 }
 
-func stringEnd(t reflect.Type) error {
-	if deref(t).Kind() != reflect.String {
-		return fmt.Errorf("the location holds %s, not a string", t)
+func stringEnd(e end) error {
+	if deref(e.t).Kind() != reflect.String {
+		return fmt.Errorf("the location holds %s, not a string", e.t)
 	}
 	return nil
 }
 
-func nullEnd(t reflect.Type) error {
-	switch t.Kind() {
+func nullEnd(e end) error {
+	switch e.t.Kind() {
 	case reflect.Pointer, reflect.Slice, reflect.Map:
 		return nil
 	}
-	return fmt.Errorf("null does not fit %s", t)
+	return fmt.Errorf("null does not fit %s", e.t)
 }
 
-// bindingRules are the resources of the mutator's applyTo, and the types
-// of the value at the end of its location in each. Only built-in kinds
-// compile: their resources and their types are known.
-func bindingRules(m *mutation.Mutator, nodes []path.Node) ([]admissionregistrationv1.RuleWithOperations, []reflect.Type, field.ErrorList) {
+// bindingRules are the resources of the mutator's applyTo, the bindings
+// in which it may change something, and the ends of its location in each.
+// Only built-in kinds compile: their resources and their types are known.
+func bindingRules(m *mutation.Mutator, nodes []path.Node) ([]admissionregistrationv1.RuleWithOperations, []mutation.Binding, []end, field.ErrorList) {
 	var (
 		rules []admissionregistrationv1.RuleWithOperations
-		ends  []reflect.Type
+		gvks  []mutation.Binding
+		ends  []end
 		errs  field.ErrorList
-		seen  = map[schema.GroupVersionKind]bool{}
+		seen  = map[schema.GroupVersionKind]kindEnd{}
 	)
 	for _, b := range m.Bindings() {
-		if !seen[b.GVK] {
-			seen[b.GVK] = true
-			t, ok := goType(b.GVK)
-			if !ok {
-				errs = append(errs, field.NotSupported(applyToPath, b.GVK.String(), []string{"a built-in kind, whose resource and schema are known"}))
-				continue
+		e, known := seen[b.GVK]
+		if !known {
+			e = bindingEnd(m, b.GVK, nodes)
+			seen[b.GVK] = e
+			if e.err != nil {
+				errs = append(errs, e.err)
 			}
-			end, err := typeAt(t, nodes)
-			if err != nil {
-				errs = append(errs, field.Invalid(locationPath, m.Location().String(), fmt.Sprintf("in %s: %v", b.GVK.Kind, err)))
-				continue
+			if e.t != nil {
+				ends = append(ends, e.end)
 			}
-			ends = append(ends, end)
 		}
-		rules = addRule(rules, b.GVK.Group, b.GVK.Version, resourceOf(b.GVK), b.Operation)
+		if e.t != nil {
+			gvks = append(gvks, b)
+			rules = addRule(rules, b.GVK.Group, b.GVK.Version, resourceOf(b.GVK), b.Operation)
+		}
 	}
-	return rules, ends, errs
+	return rules, gvks, ends, errs
+}
+
+// kindEnd is where a location ends in one kind: its end, or why the kind
+// is refused; neither when the mutator changes nothing in the kind.
+type kindEnd struct {
+	end
+	err *field.Error
+}
+
+func bindingEnd(m *mutation.Mutator, gvk schema.GroupVersionKind, nodes []path.Node) kindEnd {
+	t, ok := goType(gvk)
+	if !ok {
+		return kindEnd{err: field.NotSupported(applyToPath, gvk.String(), []string{"a built-in kind, whose resource and schema are known"})}
+	}
+	et, creates, err := typeAt(t, nodes)
+	switch {
+	case errors.Is(err, errAbsent):
+		return kindEnd{}
+	case err != nil:
+		return kindEnd{err: field.Invalid(locationPath, m.Location().String(), fmt.Sprintf("in %s: %v", gvk.Kind, err))}
+	}
+	return kindEnd{end: end{et, creates}}
 }
 
 // metadataRules are the resources an AssignMetadata's match.kinds selects
@@ -339,8 +382,9 @@ func keepConverging(cs []*compiledMutator, r *Result) []*compiledMutator {
 		if !adder.m.AddsLabel() {
 			continue
 		}
+		key := adder.m.Location().Nodes[2].(path.Object).Reference
 		for _, reader := range cs {
-			if reader != adder && reader.m.Matcher().ReadsObjectLabels() {
+			if reader != adder && slices.Contains(selectorKeys(reader.m), key) {
 				why[adder] = append(why[adder], fmt.Sprintf("it adds a label %s selects by", reader.m.ID()))
 				why[reader] = append(why[reader], fmt.Sprintf("it selects by labels, which %s adds", adder.m.ID()))
 			}
@@ -356,6 +400,25 @@ func keepConverging(cs []*compiledMutator, r *Result) []*compiledMutator {
 		kept = append(kept, c)
 	}
 	return kept
+}
+
+// selectorKeys are the label keys the mutator's selectors read from the
+// object (a namespaceSelector reads a Namespace's own).
+func selectorKeys(m *mutation.Mutator) []string {
+	var keys []string
+	spec := m.Matcher().Spec()
+	for _, sel := range []*metav1.LabelSelector{spec.LabelSelector, spec.NamespaceSelector} {
+		if sel == nil {
+			continue
+		}
+		for k := range sel.MatchLabels {
+			keys = append(keys, k)
+		}
+		for _, r := range sel.MatchExpressions {
+			keys = append(keys, r.Key)
+		}
+	}
+	return keys
 }
 
 // mayMeet reports whether two mutators may both apply to one object: an
@@ -397,12 +460,15 @@ func matchConstraints(cs []*compiledMutator) *admissionregistrationv1.MatchResou
 	}
 }
 
-// jsonPatch builds a JSONPatch literal of a policy's mutation.
+// jsonPatch builds one patch of a policy's mutation, as a map that the
+// mutation makes a JSONPatch of: flatten(), which gathers the patches of
+// list elements, is typed list(dyn) whatever its elements, and a list of
+// JSONPatch literals could not be typed back from it.
 func jsonPatch(op string, ptr pointer, value string) string {
 	if value == "" {
-		return fmt.Sprintf("JSONPatch{op: %q, path: %s}", op, ptr)
+		value = "null"
 	}
-	return fmt.Sprintf("JSONPatch{op: %q, path: %s, value: %s}", op, ptr, value)
+	return fmt.Sprintf("{\"op\": dyn(%q), \"path\": dyn(%s), \"value\": dyn(%s)}", op, ptr, value)
 }
 
 // mutatingPolicy is the policy of the enforced mutators, one mutation each,
@@ -423,7 +489,7 @@ func mutatingPolicy(cs []*compiledMutator) admissionregistrationv1.MutatingAdmis
 		g.patch = jsonPatch
 		p.Spec.Mutations = append(p.Spec.Mutations, admissionregistrationv1.Mutation{
 			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
-			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: fmt.Sprintf("%s ? %s : []", c.guard, g.expression())},
+			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: fmt.Sprintf("%s ? %s.map(p, JSONPatch{op: string(p.op), path: string(p.path), value: p.value}) : []", c.guard, g.expression())},
 		})
 	}
 	return p

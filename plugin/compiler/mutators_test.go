@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -200,6 +201,17 @@ func agree(t *testing.T, ms []*mutation.Mutator, r Result, rq request) (string, 
 	return "", true
 }
 
+// refusalKind is a refusal's message without what names one mutator or
+// value, to count refusals by reason.
+func refusalKind(msg string) string {
+	for _, cut := range []string{" which runs", ": Assign", ": Modify", ": AssignImage", "reads back", "does not fit", "is the empty value", "has no field", "is not a list"} {
+		if i := strings.Index(msg, cut); i >= 0 {
+			return msg[:min(i+len(cut), 120)]
+		}
+	}
+	return msg[:min(len(msg), 120)]
+}
+
 func errString(err error) string {
 	if err == nil {
 		return "admitted"
@@ -317,6 +329,7 @@ func TestGeneratedMutatorsAgree(t *testing.T) {
 	r := rand.New(rand.NewSource(11))
 	const sets = 300
 	var compiledSets, fullSets, mutators, compiled, agreed, cases int
+	reasons := map[string]int{}
 	for set := 0; set < sets; set++ {
 		b := make([]byte, 96)
 		r.Read(b)
@@ -335,6 +348,11 @@ func TestGeneratedMutatorsAgree(t *testing.T) {
 			}
 		}
 		res := Compile(Sources{Mutators: ms})
+		for _, ref := range res.Refused {
+			for _, e := range ref.Errs {
+				reasons[refusalKind(e.Error())]++
+			}
+		}
 		mutators += len(ms)
 		compiled += len(res.Compiled)
 		if len(res.Compiled) == 0 {
@@ -357,6 +375,9 @@ func TestGeneratedMutatorsAgree(t *testing.T) {
 			}
 			agreed++
 		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(reasons)) {
+		t.Logf("refused %4d: %s", reasons[k], k)
 	}
 	t.Logf("%d sets, %d with a mutator compiled (%d wholly); %d of %d mutators compiled; %d of %d cases agree", sets, compiledSets, fullSets, compiled, mutators, agreed, cases)
 }
