@@ -22,6 +22,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"math/rand"
@@ -53,12 +54,30 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
 
-// request is one object admitted, as both sides see it.
+// request is one object admitted, as both sides see it: namespace is the
+// request's namespace, nil for a cluster-scoped object.
 type request struct {
 	obj       runtime.Object
 	gvk       schema.GroupVersionKind
 	resource  string
 	namespace *corev1.Namespace
+}
+
+func configMapRequest(ns *corev1.Namespace, labels map[string]string) request {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns.Name, Labels: labels}, Data: map[string]string{"k": "v"}}
+	return request{cm, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "configmaps", ns}
+}
+
+func namespaceRequest(ns *corev1.Namespace) request {
+	return request{ns.DeepCopy(), corev1.SchemeGroupVersion.WithKind("Namespace"), "namespaces", nil}
+}
+
+// requestNamespace is the namespace of the request, "" for none.
+func (rq request) requestNamespace() string {
+	if rq.namespace == nil {
+		return ""
+	}
+	return rq.namespace.Name
 }
 
 func podRequest(p *corev1.Pod, ns *corev1.Namespace) request {
@@ -76,36 +95,51 @@ func typedRequest(obj runtime.Object, ns *corev1.Namespace) request {
 	return podRequest(obj.(*corev1.Pod), ns)
 }
 
-// admitWithPolicy applies the mutating policy to a CREATE of rq as
-// kube-apiserver's MutatingAdmissionPolicy plugin does, with its own CEL
-// compiler and JSONPatch patcher: every mutation in order, each on the
-// object the one before it left, when the policy's resources include the
-// request's.
-func admitWithPolicy(t testing.TB, p admissionregistrationv1.MutatingAdmissionPolicy, rq request) (runtime.Object, error) {
+// policyRunner applies a mutating policy as kube-apiserver's
+// MutatingAdmissionPolicy plugin does, with its own CEL compiler and
+// JSONPatch patcher, compiled once.
+type policyRunner struct {
+	policy   admissionregistrationv1.MutatingAdmissionPolicy
+	patchers []patch.Patcher
+}
+
+func newPolicyRunner(t testing.TB, p admissionregistrationv1.MutatingAdmissionPolicy) *policyRunner {
 	t.Helper()
-	obj := rq.obj.DeepCopyObject()
-	obj.GetObjectKind().SetGroupVersionKind(rq.gvk)
-	if !policyMatches(p, rq) {
-		return obj, nil
-	}
 	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts := plugincel.OptionalVariableDeclarations{HasAuthorizer: true, HasPatchTypes: true}
-	gvr := rq.gvk.GroupVersion().WithResource(rq.resource)
-	accessor, err := metaAccessor(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := &policyRunner{policy: p}
 	for i, m := range p.Spec.Mutations {
 		eval := compiler.CompileMutatingEvaluator(&patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}, opts, environment.StoredExpressions)
 		if errs := eval.CompilationErrors(); len(errs) > 0 {
 			t.Fatalf("mutation %d does not compile: %v\n%s", i, errors.Join(errs...), m.JSONPatch.Expression)
 		}
-		attrs := admission.NewAttributesRecord(obj, nil, rq.gvk, accessor.GetNamespace(), accessor.GetName(), gvr, "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "alice"})
+		r.patchers = append(r.patchers, patch.NewJSONPatcher(eval))
+	}
+	return r
+}
+
+// admit applies the policy to a CREATE of rq: every mutation in order,
+// each on the object the one before it left, when the policy's resources
+// include the request's.
+func (r *policyRunner) admit(t testing.TB, rq request) (runtime.Object, error) {
+	t.Helper()
+	obj := rq.obj.DeepCopyObject()
+	obj.GetObjectKind().SetGroupVersionKind(rq.gvk)
+	if !policyMatches(r.policy, rq) {
+		return obj, nil
+	}
+	gvr := rq.gvk.GroupVersion().WithResource(rq.resource)
+	for _, p := range r.patchers {
+		accessor, err := metaAccessor(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attrs := admission.NewAttributesRecord(obj, nil, rq.gvk, rq.requestNamespace(), accessor.GetName(), gvr, "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "alice"})
 		va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: rq.gvk, VersionedObject: admission.NewLazyObject(obj)}
-		obj, err = patch.NewJSONPatcher(eval).Patch(context.Background(), patch.Request{
+		obj, err = p.Patch(context.Background(), patch.Request{
 			MatchedResource:     gvr,
 			VersionedAttributes: va,
 			ObjectInterfaces:    admission.NewObjectInterfacesFromScheme(scheme.Scheme),
@@ -113,9 +147,6 @@ func admitWithPolicy(t testing.TB, p admissionregistrationv1.MutatingAdmissionPo
 		}, 1<<40)
 		if err != nil {
 			return nil, err
-		}
-		if accessor, err = metaAccessor(obj); err != nil {
-			t.Fatal(err)
 		}
 	}
 	return obj, nil
@@ -154,13 +185,17 @@ func admitWithPlugin(ms []*mutation.Mutator, rq request) (runtime.Object, error)
 	if err != nil {
 		return nil, err
 	}
+	// As the plugin's target: no namespace for a Namespace.
 	target := match.Target{
 		GVK:          rq.gvk,
-		Namespace:    rq.namespace.Name,
+		Namespace:    rq.requestNamespace(),
 		Name:         accessor.GetName(),
 		GenerateName: accessor.GetGenerateName(),
 		Labels:       labels.Set(accessor.GetLabels()),
-		NamespaceLabels: func(string) (labels.Labels, error) {
+		NamespaceLabels: func(name string) (labels.Labels, error) {
+			if rq.namespace == nil || rq.namespace.Name != name {
+				return nil, errors.New("no such namespace " + name)
+			}
 			return labels.Set(rq.namespace.Labels), nil
 		},
 	}
@@ -179,15 +214,30 @@ func compiledSubset(ms []*mutation.Mutator, r Result) []*mutation.Mutator {
 	return out
 }
 
-// agree admits rq through the policy compiled from ms and through the
-// plugin running the mutators that compiled, and reports a difference:
-// both must store the same object, or both refuse it.
-func agree(t *testing.T, ms []*mutation.Mutator, r Result, rq request) (string, bool) {
+// compiledCase is a set of mutators and what they compiled into.
+type compiledCase struct {
+	ms     []*mutation.Mutator
+	result Result
+	runner *policyRunner
+}
+
+func compileCase(t testing.TB, ms []*mutation.Mutator) compiledCase {
+	c := compiledCase{ms: ms, result: Compile(Sources{Mutators: ms})}
+	if len(c.result.MutatingPolicies) > 0 {
+		c.runner = newPolicyRunner(t, c.result.MutatingPolicies[0])
+	}
+	return c
+}
+
+// agree admits rq through the policy compiled from c's mutators and
+// through the plugin running those that compiled, and reports a
+// difference: both must store the same object, or both refuse it.
+func agree(t *testing.T, c compiledCase, rq request) (string, bool) {
 	t.Helper()
-	want, werr := admitWithPlugin(compiledSubset(ms, r), rq)
+	want, werr := admitWithPlugin(compiledSubset(c.ms, c.result), rq)
 	got, gerr := rq.obj.DeepCopyObject(), error(nil)
-	if len(r.MutatingPolicies) > 0 {
-		got, gerr = admitWithPolicy(t, r.MutatingPolicies[0], rq)
+	if c.runner != nil {
+		got, gerr = c.runner.admit(t, rq)
 	}
 	switch {
 	case werr != nil || gerr != nil:
@@ -307,15 +357,34 @@ func TestTestdataMutatorsAgree(t *testing.T) {
 	for _, file := range []string{"ten-pod-mutators.yaml", "mutators.yaml", "gatekeeper-shapes.yaml", "pull-always.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			ms := testdataMutators(t, file)
-			r := Compile(Sources{Mutators: ms})
+			c := compileCase(t, ms)
+			r := c.result
 			for _, ref := range r.Refused {
 				t.Logf("refused %s/%s: %v", ref.Source.Kind, ref.Source.Name, ref.Errs.ToAggregate())
 			}
-			t.Logf("%s: %d of %d mutators compile", file, len(r.Compiled), len(ms))
-			for i, obj := range objects {
-				for _, ns := range namespaces {
-					if diff, ok := agree(t, ms, r, podRequest(obj.(*corev1.Pod), ns)); !ok {
-						t.Fatalf("pod %d in %s: %s", i, ns.Name, diff)
+			alone := 0
+			var cases []compiledCase
+			for _, m := range ms {
+				one := compileCase(t, []*mutation.Mutator{m})
+				if len(one.result.Compiled) == 1 {
+					alone++
+					cases = append(cases, one)
+				} else {
+					t.Logf("%s alone: refused: %v", m.ID(), one.result.Refused[0].Errs.ToAggregate())
+				}
+			}
+			t.Logf("%s: %d of %d mutators compile together, %d each alone", file, len(r.Compiled), len(ms), alone)
+			var rqs []request
+			for _, ns := range namespaces {
+				for _, obj := range objects {
+					rqs = append(rqs, podRequest(obj.(*corev1.Pod), ns))
+				}
+				rqs = append(rqs, configMapRequest(ns, nil), configMapRequest(ns, map[string]string{"team": "a", "owner": "x"}), namespaceRequest(ns))
+			}
+			for _, rq := range rqs {
+				for _, c := range append(cases, c) {
+					if diff, ok := agree(t, c, rq); !ok {
+						t.Fatalf("%v: %s %s in %s: %s", c.result.Compiled, rq.gvk.Kind, rq.obj.(metav1.Object).GetName(), rq.requestNamespace(), diff)
 					}
 				}
 			}
@@ -327,7 +396,7 @@ func TestTestdataMutatorsAgree(t *testing.T) {
 // typed pods and deployments, through the plugin and the compiled policy.
 func TestGeneratedMutatorsAgree(t *testing.T) {
 	r := rand.New(rand.NewSource(11))
-	const sets = 300
+	const sets = 500
 	var compiledSets, fullSets, mutators, compiled, agreed, cases int
 	reasons := map[string]int{}
 	for set := 0; set < sets; set++ {
@@ -347,7 +416,8 @@ func TestGeneratedMutatorsAgree(t *testing.T) {
 				ms = append(ms, m)
 			}
 		}
-		res := Compile(Sources{Mutators: ms})
+		c := compileCase(t, ms)
+		res := c.result
 		for _, ref := range res.Refused {
 			for _, e := range ref.Errs {
 				reasons[refusalKind(e.Error())]++
@@ -364,7 +434,7 @@ func TestGeneratedMutatorsAgree(t *testing.T) {
 		}
 		for _, ns := range namespaces[:2] {
 			cases++
-			diff, ok := agree(t, ms, res, typedRequest(obj, ns))
+			diff, ok := agree(t, c, typedRequest(obj, ns))
 			if !ok {
 				var b strings.Builder
 				for _, m := range compiledSubset(ms, res) {
@@ -380,4 +450,37 @@ func TestGeneratedMutatorsAgree(t *testing.T) {
 		t.Logf("refused %4d: %s", reasons[k], k)
 	}
 	t.Logf("%d sets, %d with a mutator compiled (%d wholly); %d of %d mutators compiled; %d of %d cases agree", sets, compiledSets, fullSets, compiled, mutators, agreed, cases)
+}
+
+// TestAssignImageAgrees checks the image parts the policy reads and writes
+// against the plugin's, on references that put a `:` or `@` in every place
+// it may go.
+func TestAssignImageAgrees(t *testing.T) {
+	images := []string{"", "nginx", "nginx:1.27", "library/nginx", "docker.io/nginx", "localhost/x", "localhost:5000/x/y:1",
+		"r.io:443/a/b@sha256:0123456789abcdef0123456789abcdef", "a:b/c", "a.b/c:d@e", "/x", "x/", "host.io/", "ü.io/p:t", "a@b:c"}
+	parts := [][3]string{{"r.io", "", ""}, {"", "lib/app", ""}, {"", "", ":v2"}, {"localhost:5000", "x", "@sha256:0123456789abcdef0123456789abcdef"}, {"", "a/b", ":1"}}
+	for _, p := range parts {
+		doc := fmt.Sprintf(`apiVersion: mutations.gatekeeper.sh/v1alpha1
+kind: AssignImage
+metadata: {name: img}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: "spec.containers[name: *].image"
+  parameters: {assignDomain: %q, assignPath: %q, assignTag: %q}
+`, p[0], p[1], p[2])
+		m, err := mutation.Decode([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := compileCase(t, []*mutation.Mutator{m})
+		if len(c.result.Compiled) != 1 {
+			t.Fatalf("%v: refused: %v", p, c.result.Refused)
+		}
+		for _, img := range images {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: img}}}}
+			if diff, ok := agree(t, c, podRequest(pod, namespaces[0])); !ok {
+				t.Errorf("%v on %q: %s", p, img, diff)
+			}
+		}
+	}
 }
