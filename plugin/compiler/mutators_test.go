@@ -44,6 +44,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -481,6 +482,85 @@ spec:
 			if diff, ok := agree(t, c, podRequest(pod, namespaces[0])); !ok {
 				t.Errorf("%v on %q: %s", p, img, diff)
 			}
+		}
+	}
+}
+
+// TestUnenforcedMutatorsReport checks the policies of mutators in Warn and
+// Audit mode: they change nothing, and their validation fails, with the
+// plugin's warning, exactly where enforcing the mutator would change the
+// object.
+func TestUnenforcedMutatorsReport(t *testing.T) {
+	ms := testdataMutators(t, "ten-pod-mutators.yaml")
+	for _, mode := range []mutation.Mode{mutation.ModeWarn, mutation.ModeAudit} {
+		doc := fmt.Sprintf(`apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata:
+  name: trial-pull
+  annotations: {%q: %s}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  match: {namespaces: [prod]}
+  location: "spec.containers[name: *].imagePullPolicy"
+  parameters: {assign: {value: Never}}
+`, mutation.ModeAnnotation, mode)
+		trial, err := mutation.Decode([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := compileCase(t, append(slices.Clone(ms[1:]), trial)) // always-pull would fight it
+		r := c.result
+		if len(r.ValidatingPolicies) != 1 || len(r.ValidatingBindings) != 1 || len(r.Compiled) != len(ms) {
+			t.Fatalf("%s: compiled %v, refused %v, %d validating policies", mode, r.Compiled, r.Refused, len(r.ValidatingPolicies))
+		}
+		wantActions := map[mutation.Mode][]admissionregistrationv1.ValidationAction{
+			mutation.ModeWarn:  {admissionregistrationv1.Warn, admissionregistrationv1.Audit},
+			mutation.ModeAudit: {admissionregistrationv1.Audit},
+		}[mode]
+		if got := r.ValidatingBindings[0].Spec.ValidationActions; !slices.Equal(got, wantActions) {
+			t.Errorf("%s: actions %v, want %v", mode, got, wantActions)
+		}
+		v := r.ValidatingPolicies[0].Spec.Validations[0]
+		wantMsg := fmt.Sprintf(`Assign "trial-pull" is in %s mode; enforced, it would %s`, mode, trial.Effect())
+		if v.Message != wantMsg {
+			t.Errorf("message %q, want %q", v.Message, wantMsg)
+		}
+		compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		eval := compiler.CompileCondition([]plugincel.ExpressionAccessor{&validating.ValidationCondition{Expression: v.Expression}}, plugincel.OptionalVariableDeclarations{HasAuthorizer: true}, environment.StoredExpressions)
+		for _, tc := range []struct {
+			ns     *corev1.Namespace
+			policy corev1.PullPolicy
+			pass   bool
+		}{
+			{namespaces[1], corev1.PullAlways, false},
+			{namespaces[1], corev1.PullNever, true},
+			{namespaces[0], corev1.PullAlways, true},
+		} {
+			pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: tc.ns.Name},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", ImagePullPolicy: tc.policy}}}}
+			rq := podRequest(pod, tc.ns)
+			gvr := corev1.SchemeGroupVersion.WithResource("pods")
+			attrs := admission.NewAttributesRecord(rq.obj, nil, rq.gvk, tc.ns.Name, "p", gvr, "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "alice"})
+			va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: rq.gvk, VersionedObject: admission.NewLazyObject(rq.obj)}
+			res, _, err := eval.ForInput(context.Background(), va, plugincel.CreateAdmissionRequest(attrs, metav1.GroupVersionResource(gvr), metav1.GroupVersionKind(rq.gvk)), plugincel.OptionalVariableBindings{}, tc.ns, 1<<40)
+			if err != nil || res[0].Error != nil {
+				t.Fatalf("%s: %v %v", mode, err, res[0].Error)
+			}
+			if got := res[0].EvalResult.Value() == true; got != tc.pass {
+				t.Errorf("%s: pod with %s in %s: validation passes %v, want %v", mode, tc.policy, tc.ns.Name, got, tc.pass)
+			}
+		}
+		// The enforced mutators still mutate, and the trial one does not.
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}}}}
+		got, err := c.runner.admit(t, podRequest(pod, namespaces[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := got.(*corev1.Pod).Spec.Containers[0].ImagePullPolicy; p == corev1.PullNever {
+			t.Errorf("%s: the trial mutator changed the pod", mode)
 		}
 	}
 }
