@@ -39,8 +39,11 @@ import (
 const (
 	// isNamespace: a Namespace object, which has no namespace of its own.
 	isNamespace = `(request.kind.group == "" && request.kind.kind == "Namespace")`
-	// targetNamespace is the namespace the matchers see.
-	targetNamespace = `(` + isNamespace + ` ? "" : request.namespace)`
+	// targetNamespace is the namespace the matchers see: the request's, or
+	// the object's when the request has none. The request's fields left
+	// empty are absent (omitempty), hence has().
+	targetNamespace = `(` + isNamespace + ` ? "" : ((has(request.namespace) && request.namespace != "") ? request.namespace : ` +
+		`(("namespace" in object.metadata && object.metadata.namespace != null) ? object.metadata.namespace : "")))`
 	// objectName is the object's name, the request's when it has none.
 	objectName = `(("name" in object.metadata && object.metadata.name != "") ? object.metadata.name : (has(request.name) ? request.name : ""))`
 	// generateName is the object's metadata.generateName, "" for none.

@@ -35,6 +35,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -68,6 +69,11 @@ type request struct {
 func configMapRequest(ns *corev1.Namespace, labels map[string]string) request {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns.Name, Labels: labels}, Data: map[string]string{"k": "v"}}
 	return request{cm, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "configmaps", ns}
+}
+
+func clusterRoleRequest(labels map[string]string) request {
+	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "reader", Labels: labels}}
+	return request{cr, rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), "clusterroles", nil}
 }
 
 func namespaceRequest(ns *corev1.Namespace) request {
@@ -383,6 +389,7 @@ func TestTestdataMutatorsAgree(t *testing.T) {
 				}
 				rqs = append(rqs, configMapRequest(ns, nil), configMapRequest(ns, map[string]string{"team": "a", "owner": "x"}), namespaceRequest(ns))
 			}
+			rqs = append(rqs, clusterRoleRequest(nil), clusterRoleRequest(map[string]string{"team": "a"}))
 			for _, rq := range rqs {
 				for _, c := range append(cases, c) {
 					if diff, ok := agree(t, c, rq); !ok {
