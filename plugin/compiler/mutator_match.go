@@ -36,22 +36,35 @@ import (
 // Each mutation of the policy is guarded by its mutator's condition, since
 // the policy's own matchConditions hold for all of them.
 
-const (
+// The policy's variables: what the matchers read of the request, named
+// once for every mutation. kube-apiserver evaluates a variable when an
+// expression first reads it, on the object that mutation is given.
+var matchVariables = []struct{ name, expression string }{
 	// isNamespace: a Namespace object, which has no namespace of its own.
-	isNamespace = `(request.kind.group == "" && request.kind.kind == "Namespace")`
-	// targetNamespace is the namespace the matchers see: the request's, or
-	// the object's when the request has none. The request's fields left
-	// empty are absent (omitempty), hence has().
-	targetNamespace = `(` + isNamespace + ` ? "" : ((has(request.namespace) && request.namespace != "") ? request.namespace : ` +
-		`(("namespace" in object.metadata && object.metadata.namespace != null) ? object.metadata.namespace : "")))`
-	// objectName is the object's name, the request's when it has none.
-	objectName = `(("name" in object.metadata && object.metadata.name != "") ? object.metadata.name : (has(request.name) ? request.name : ""))`
+	{"isNamespace", `request.kind.group == "" && request.kind.kind == "Namespace"`},
+	// namespace is the request's namespace, or the object's when the
+	// request has none. The request's fields left empty are absent
+	// (omitempty), hence has().
+	{"namespace", `variables.isNamespace ? "" : ((has(request.namespace) && request.namespace != "") ? request.namespace : ` +
+		`(("namespace" in object.metadata && object.metadata.namespace != null) ? object.metadata.namespace : ""))`},
+	// name is the object's name, the request's when it has none.
+	{"name", `("name" in object.metadata && object.metadata.name != "") ? object.metadata.name : (has(request.name) ? request.name : "")`},
 	// generateName is the object's metadata.generateName, "" for none.
-	generateName = `(("generateName" in object.metadata && object.metadata.generateName != null) ? object.metadata.generateName : "")`
-	// objectLabels are the object's labels, empty for none.
-	objectLabels = `(("labels" in object.metadata && object.metadata.labels != null) ? object.metadata.labels : {})`
-	// namespaceLabels are the labels of the object's namespace.
-	namespaceLabels = `((has(namespaceObject.metadata.labels) && namespaceObject.metadata.labels != null) ? namespaceObject.metadata.labels : {})`
+	{"generateName", `("generateName" in object.metadata && object.metadata.generateName != null) ? object.metadata.generateName : ""`},
+	// labels are the object's labels, empty for none.
+	{"labels", `("labels" in object.metadata && object.metadata.labels != null) ? object.metadata.labels : {}`},
+	// namespaceLabels are the labels of the object's namespace; read only
+	// for an object in a namespace.
+	{"namespaceLabels", `(has(namespaceObject.metadata.labels) && namespaceObject.metadata.labels != null) ? namespaceObject.metadata.labels : {}`},
+}
+
+const (
+	isNamespace     = "variables.isNamespace"
+	targetNamespace = "variables.namespace"
+	objectName      = "variables.name"
+	generateName    = "variables.generateName"
+	objectLabels    = "variables.labels"
+	namespaceLabels = "variables.namespaceLabels"
 )
 
 // appliesTo is the condition of applyTo: the request's group, version and

@@ -42,7 +42,14 @@ func (a assignLeaf) write(g *pathGen, o, name, exists string, ptr pointer) strin
 		// drops a null (only built-in kinds compile).
 		return choose(exists, "["+g.patch("remove", ptr, "")+"]", none)
 	}
-	return fmt.Sprintf("((%s && %s == %s) ? [] : [%s])", exists, member(o, name), a.value, g.patch("add", ptr, a.value))
+	add := "[" + g.patch("add", ptr, a.value) + "]"
+	switch exists {
+	case "false":
+		return add
+	case "true":
+		return fmt.Sprintf("(%s == %s ? [] : %s)", member(o, name), a.value, add)
+	}
+	return fmt.Sprintf("((%s && %s == %s) ? [] : %s)", exists, member(o, name), a.value, add)
 }
 
 func (a assignLeaf) create(*pathGen) (string, bool) { return a.value, !a.null }

@@ -346,17 +346,21 @@ func resourceOf(gvk schema.GroupVersionKind) string {
 	return r.Resource
 }
 
-// addRule adds the operations on a resource to rules, once.
+// addRule adds the operations on a resource to rules, in the rule of that
+// resource if there is one.
 func addRule(rules []admissionregistrationv1.RuleWithOperations, group, version, resource string, ops ...string) []admissionregistrationv1.RuleWithOperations {
+	i := slices.IndexFunc(rules, func(r admissionregistrationv1.RuleWithOperations) bool {
+		return r.APIGroups[0] == group && r.APIVersions[0] == version && r.Resources[0] == resource
+	})
+	if i < 0 {
+		rules = append(rules, admissionregistrationv1.RuleWithOperations{Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource},
+		}})
+		i = len(rules) - 1
+	}
 	for _, op := range ops {
-		r := admissionregistrationv1.RuleWithOperations{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationType(op)},
-			Rule: admissionregistrationv1.Rule{
-				APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource},
-			},
-		}
-		if !slices.ContainsFunc(rules, func(o admissionregistrationv1.RuleWithOperations) bool { return reflect.DeepEqual(o, r) }) {
-			rules = append(rules, r)
+		if o := admissionregistrationv1.OperationType(op); !slices.Contains(rules[i].Operations, o) {
+			rules[i].Operations = append(rules[i].Operations, o)
 		}
 	}
 	return rules
@@ -442,7 +446,9 @@ func matchConstraints(cs []*compiledMutator) *admissionregistrationv1.MatchResou
 	var rules []admissionregistrationv1.RuleWithOperations
 	for _, c := range cs {
 		for _, rule := range c.rules {
-			rules = addRule(rules, rule.APIGroups[0], rule.APIVersions[0], rule.Resources[0], string(rule.Operations[0]))
+			for _, op := range rule.Operations {
+				rules = addRule(rules, rule.APIGroups[0], rule.APIVersions[0], rule.Resources[0], string(op))
+			}
 		}
 	}
 	named := make([]admissionregistrationv1.NamedRuleWithOperations, len(rules))
@@ -458,6 +464,14 @@ func matchConstraints(cs []*compiledMutator) *admissionregistrationv1.MatchResou
 		}}},
 		MatchPolicy: &exact,
 	}
+}
+
+func variables() []admissionregistrationv1.Variable {
+	out := make([]admissionregistrationv1.Variable, len(matchVariables))
+	for i, v := range matchVariables {
+		out[i] = admissionregistrationv1.Variable{Name: v.name, Expression: v.expression}
+	}
+	return out
 }
 
 // jsonPatch builds one patch of a policy's mutation, as a map that the
@@ -480,6 +494,7 @@ func mutatingPolicy(cs []*compiledMutator) admissionregistrationv1.MutatingAdmis
 		ObjectMeta: metav1.ObjectMeta{Name: MutatorsPolicyName},
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 			MatchConstraints:   matchConstraints(cs),
+			Variables:          variables(),
 			FailurePolicy:      &fail,
 			ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy,
 		},
@@ -508,6 +523,7 @@ func addReport(r *Result, name string, mode mutation.Mode, cs []*compiledMutator
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			MatchConstraints: matchConstraints(cs),
+			Variables:        variables(),
 			FailurePolicy:    &fail,
 		},
 	}

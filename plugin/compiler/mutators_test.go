@@ -43,10 +43,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apiserver/pkg/admission"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -108,17 +108,41 @@ func typedRequest(obj runtime.Object, ns *corev1.Namespace) request {
 // JSONPatch patcher, compiled once.
 type policyRunner struct {
 	policy   admissionregistrationv1.MutatingAdmissionPolicy
+	compiler *plugincel.CompositedCompiler
 	patchers []patch.Patcher
 }
 
-func newPolicyRunner(t testing.TB, p admissionregistrationv1.MutatingAdmissionPolicy) *policyRunner {
+// celCompilers are the compilers newCELCompiler made, by variables and
+// options: making one costs more than compiling a few expressions, and
+// every policy the compiler makes has the same variables.
+var celCompilers = map[string]*plugincel.CompositedCompiler{}
+
+// newCELCompiler is kube-apiserver's CEL compiler for a policy, with the
+// policy's variables, as its admission plugins make it.
+func newCELCompiler(t testing.TB, vars []admissionregistrationv1.Variable, opts plugincel.OptionalVariableDeclarations) *plugincel.CompositedCompiler {
 	t.Helper()
+	key := fmt.Sprintf("%v %+v", vars, opts)
+	if c, ok := celCompilers[key]; ok {
+		return c
+	}
 	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	if err != nil {
 		t.Fatal(err)
 	}
+	named := make([]plugincel.NamedExpressionAccessor, len(vars))
+	for i, v := range vars {
+		named[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
+	}
+	compiler.CompileAndStoreVariables(named, opts, environment.StoredExpressions)
+	celCompilers[key] = compiler
+	return compiler
+}
+
+func newPolicyRunner(t testing.TB, p admissionregistrationv1.MutatingAdmissionPolicy) *policyRunner {
+	t.Helper()
 	opts := plugincel.OptionalVariableDeclarations{HasAuthorizer: true, HasPatchTypes: true}
-	r := &policyRunner{policy: p}
+	compiler := newCELCompiler(t, p.Spec.Variables, opts)
+	r := &policyRunner{policy: p, compiler: compiler}
 	for i, m := range p.Spec.Mutations {
 		eval := compiler.CompileMutatingEvaluator(&patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}, opts, environment.StoredExpressions)
 		if errs := eval.CompilationErrors(); len(errs) > 0 {
@@ -140,6 +164,8 @@ func (r *policyRunner) admit(t testing.TB, rq request) (runtime.Object, error) {
 		return obj, nil
 	}
 	gvr := rq.gvk.GroupVersion().WithResource(rq.resource)
+	// One context per invocation of the policy, as the dispatcher makes.
+	ctx := r.compiler.CreateContext(context.Background())
 	for _, p := range r.patchers {
 		accessor, err := metaAccessor(obj)
 		if err != nil {
@@ -147,7 +173,7 @@ func (r *policyRunner) admit(t testing.TB, rq request) (runtime.Object, error) {
 		}
 		attrs := admission.NewAttributesRecord(obj, nil, rq.gvk, rq.requestNamespace(), accessor.GetName(), gvr, "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "alice"})
 		va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: rq.gvk, VersionedObject: admission.NewLazyObject(obj)}
-		obj, err = p.Patch(context.Background(), patch.Request{
+		obj, err = p.Patch(ctx, patch.Request{
 			MatchedResource:     gvr,
 			VersionedAttributes: va,
 			ObjectInterfaces:    admission.NewObjectInterfacesFromScheme(scheme.Scheme),
@@ -533,10 +559,7 @@ spec:
 		if v.Message != wantMsg {
 			t.Errorf("message %q, want %q", v.Message, wantMsg)
 		}
-		compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
-		if err != nil {
-			t.Fatal(err)
-		}
+		compiler := newCELCompiler(t, r.ValidatingPolicies[0].Spec.Variables, plugincel.OptionalVariableDeclarations{HasAuthorizer: true})
 		eval := compiler.CompileCondition([]plugincel.ExpressionAccessor{&validating.ValidationCondition{Expression: v.Expression}}, plugincel.OptionalVariableDeclarations{HasAuthorizer: true}, environment.StoredExpressions)
 		for _, tc := range []struct {
 			ns     *corev1.Namespace
@@ -577,11 +600,8 @@ spec:
 // on one request, against celconfig.RuntimeCELCostBudget.
 func policyCost(t *testing.T, p admissionregistrationv1.MutatingAdmissionPolicy, rq request) int64 {
 	t.Helper()
-	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
-	if err != nil {
-		t.Fatal(err)
-	}
 	opts := plugincel.OptionalVariableDeclarations{HasAuthorizer: true, HasPatchTypes: true}
+	compiler := newCELCompiler(t, p.Spec.Variables, opts)
 	gvr := rq.gvk.GroupVersion().WithResource(rq.resource)
 	obj := rq.obj.DeepCopyObject()
 	obj.GetObjectKind().SetGroupVersionKind(rq.gvk)
@@ -589,9 +609,10 @@ func policyCost(t *testing.T, p admissionregistrationv1.MutatingAdmissionPolicy,
 	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: rq.gvk, VersionedObject: admission.NewLazyObject(obj)}
 	const budget = celconfig.RuntimeCELCostBudget
 	remaining := int64(budget)
+	ctx := compiler.CreateContext(context.Background())
 	for _, m := range p.Spec.Mutations {
 		eval := compiler.CompileMutatingEvaluator(&patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}, opts, environment.StoredExpressions)
-		res, left, err := eval.ForInput(context.Background(), va, plugincel.CreateAdmissionRequest(attrs, metav1.GroupVersionResource(gvr), metav1.GroupVersionKind(rq.gvk)), plugincel.OptionalVariableBindings{}, rq.namespace, remaining)
+		res, left, err := eval.ForInput(ctx, va, plugincel.CreateAdmissionRequest(attrs, metav1.GroupVersionResource(gvr), metav1.GroupVersionKind(rq.gvk)), plugincel.OptionalVariableBindings{}, rq.namespace, remaining)
 		if err != nil || res.Error != nil {
 			t.Fatalf("%v %v", err, res.Error)
 		}
