@@ -42,28 +42,29 @@ import (
 var matchVariables = []struct{ name, expression string }{
 	// isNamespace: a Namespace object, which has no namespace of its own.
 	{"isNamespace", `request.kind.group == "" && request.kind.kind == "Namespace"`},
-	// namespace is the request's namespace, or the object's when the
+	// targetNamespace is the request's namespace, or the object's when the
 	// request has none. The request's fields left empty are absent
 	// (omitempty), hence has().
-	{"namespace", `variables.isNamespace ? "" : ((has(request.namespace) && request.namespace != "") ? request.namespace : ` +
+	{"targetNamespace", `variables.isNamespace ? "" : ((has(request.namespace) && request.namespace != "") ? request.namespace : ` +
 		`(("namespace" in object.metadata && object.metadata.namespace != null) ? object.metadata.namespace : ""))`},
-	// name is the object's name, the request's when it has none.
-	{"name", `("name" in object.metadata && object.metadata.name != "") ? object.metadata.name : (has(request.name) ? request.name : "")`},
+	// objectName is the object's name, the request's when it has none.
+	{"objectName", `("name" in object.metadata && object.metadata.name != "") ? object.metadata.name : (has(request.name) ? request.name : "")`},
 	// generateName is the object's metadata.generateName, "" for none.
 	{"generateName", `("generateName" in object.metadata && object.metadata.generateName != null) ? object.metadata.generateName : ""`},
-	// labels are the object's labels, empty for none.
-	{"labels", `("labels" in object.metadata && object.metadata.labels != null) ? object.metadata.labels : {}`},
+	// objectLabels are the object's labels, empty for none.
+	{"objectLabels", `("labels" in object.metadata && object.metadata.labels != null) ? object.metadata.labels : {}`},
 	// namespaceLabels are the labels of the object's namespace; read only
-	// for an object in a namespace.
-	{"namespaceLabels", `(has(namespaceObject.metadata.labels) && namespaceObject.metadata.labels != null) ? namespaceObject.metadata.labels : {}`},
+	// for an object in a namespace. namespaceObject is typed: its labels
+	// are absent or a map, never null.
+	{"namespaceLabels", `has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {}`},
 }
 
 const (
 	isNamespace     = "variables.isNamespace"
-	targetNamespace = "variables.namespace"
-	objectName      = "variables.name"
+	targetNamespace = "variables.targetNamespace"
+	objectName      = "variables.objectName"
 	generateName    = "variables.generateName"
-	objectLabels    = "variables.labels"
+	objectLabels    = "variables.objectLabels"
 	namespaceLabels = "variables.namespaceLabels"
 )
 
