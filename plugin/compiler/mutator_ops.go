@@ -159,8 +159,6 @@ func celLiteral(v any) string {
 		return strconv.FormatBool(v)
 	case int64:
 		return strconv.FormatInt(v, 10)
-	case int:
-		return strconv.Itoa(v)
 	case float64:
 		s := strconv.FormatFloat(v, 'g', -1, 64)
 		if !strings.ContainsAny(s, ".eEn") {
@@ -180,7 +178,6 @@ func celLiteral(v any) string {
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	}
-	// The decoder makes no other type; a value of one is refused by
-	// checkValue before any CEL is written.
+	// mutationsv1.Value's decoder makes no other type.
 	return "null"
 }

@@ -198,8 +198,9 @@ func leafOf(m *mutation.Mutator, ends []end) (leaf, field.ErrorList) {
 			if t.Kind() != reflect.Slice {
 				return fmt.Errorf("%s is not a list", t)
 			}
+			// A list keeps an empty element, which no omitempty drops.
 			for _, v := range values {
-				if err := fits(v, t.Elem(), true); err != nil {
+				if err := fits(v, t.Elem(), false); err != nil {
 					return err
 				}
 			}
