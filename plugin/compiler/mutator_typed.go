@@ -135,7 +135,8 @@ func prefix(nodes []path.Node, i int) string { return path.Path{Nodes: nodes[:i+
 
 // fits reports, as an error, a JSON value that a field of type t cannot
 // hold as it is: decoded strictly into t and encoded again, it must give
-// the same JSON, but for members the type always prints (an empty struct).
+// the same JSON, but for members the type always prints (an empty struct,
+// a null list).
 // A null fits a pointer, slice or map, which it empties. Where the write
 // may create a parent (creates), an empty value is refused too: omitempty
 // drops it, and the plugin then counts the write as no change and creates
@@ -165,8 +166,9 @@ func fits(v any, t reflect.Type, creates bool) error {
 	return nil
 }
 
-// covers reports whether is holds what was holds, and besides only empty
-// objects.
+// covers reports whether is holds what was holds, and besides only what
+// the type prints for a field it was not given (an empty object, or
+// null); a null it was given may be left out.
 func covers(is, was any) bool {
 	switch was := was.(type) {
 	case map[string]any:
@@ -174,16 +176,19 @@ func covers(is, was any) bool {
 		if !ok {
 			return false
 		}
-		for k, v := range m {
-			if w, ok := was[k]; ok {
-				if !covers(v, w) {
-					return false
-				}
-			} else if o, ok := v.(map[string]any); !ok || len(o) > 0 {
+		for k, w := range was {
+			if v, ok := m[k]; ok && !covers(v, w) || !ok && w != nil {
 				return false
 			}
 		}
-		return len(m) >= len(was)
+		for k, v := range m {
+			if _, ok := was[k]; !ok && v != nil {
+				if o, isMap := v.(map[string]any); !isMap || len(o) > 0 {
+					return false
+				}
+			}
+		}
+		return true
 	case []any:
 		l, ok := is.([]any)
 		if !ok || len(l) != len(was) {
