@@ -151,10 +151,8 @@ func compileMutator(m *mutation.Mutator) (*compiledMutator, field.ErrorList) {
 		// It changes nothing in any kind it applies to.
 		return c, nil
 	}
-	c.guard = and([]string{appliesTo(m.Bindings()), matches(m.Matcher())})
-	if bindings != nil {
-		c.guard = and([]string{appliesTo(bindings), matches(m.Matcher())})
-	}
+	// bindings are nil for an AssignMetadata, as its own are.
+	c.guard = and([]string{appliesTo(bindings), matches(m.Matcher())})
 	leaf, errs := leafOf(m, ends)
 	if len(errs) > 0 {
 		return nil, errs
@@ -375,20 +373,27 @@ func addRule(rules []admissionregistrationv1.RuleWithOperations, group, version,
 // every object rather than for one).
 func keepConverging(cs []*compiledMutator, r *Result) []*compiledMutator {
 	why := map[*compiledMutator][]string{}
-	for i, reader := range cs {
-		for _, writer := range cs[i+1:] {
+	// Those that change nothing take no part.
+	var active []*compiledMutator
+	for _, c := range cs {
+		if c.guard != "" && !c.m.Matcher().NeverMatches() {
+			active = append(active, c)
+		}
+	}
+	for i, reader := range active {
+		for _, writer := range active[i+1:] {
 			if mayMeet(reader.m, writer.m) && mutation.MayAffect(writer.m, reader.m) {
 				why[reader] = append(why[reader], fmt.Sprintf("%s, which runs after it, may change what it reads", writer.m.ID()))
 				why[writer] = append(why[writer], fmt.Sprintf("it may change what %s, which runs before it, reads", reader.m.ID()))
 			}
 		}
 	}
-	for _, adder := range cs {
+	for _, adder := range active {
 		if !adder.m.AddsLabel() {
 			continue
 		}
 		key := adder.m.Location().Nodes[2].(path.Object).Reference
-		for _, reader := range cs {
+		for _, reader := range active {
 			if reader != adder && slices.Contains(selectorKeys(reader.m), key) {
 				why[adder] = append(why[adder], fmt.Sprintf("it adds a label %s selects by", reader.m.ID()))
 				why[reader] = append(why[reader], fmt.Sprintf("it selects by labels, which %s adds", adder.m.ID()))
