@@ -767,3 +767,69 @@ func TestEdgeMutatorsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalsNameTheField checks that each kind of refusal names the
+// mutator and the field at fault.
+func TestRefusalsNameTheField(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc, field string
+	}{{
+		name: "external data",
+		doc: `kind: Assign
+metadata: {name: m}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: "spec.containers[name: *].image"
+  parameters: {assign: {externalData: {provider: digests}}}`,
+		field: "spec.parameters.assign.externalData",
+	}, {
+		name: "a custom resource, whose resource and schema are not known",
+		doc: `kind: Assign
+metadata: {name: m}
+spec:
+  applyTo: [{groups: [example.com], versions: [v1], kinds: [Widget]}]
+  location: "spec.size"
+  parameters: {assign: {value: 3}}`,
+		field: "spec.applyTo",
+	}, {
+		name: "an AssignMetadata of an unknown kind",
+		doc: `kind: AssignMetadata
+metadata: {name: m}
+spec:
+  match: {kinds: [{apiGroups: ["*"], kinds: [Widget]}]}
+  location: metadata.labels.x
+  parameters: {assign: {value: "y"}}`,
+		field: "spec.match.kinds[0].kinds[0]",
+	}, {
+		name: "a value the field cannot hold",
+		doc: `kind: Assign
+metadata: {name: m}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: "spec.terminationGracePeriodSeconds"
+  parameters: {assign: {value: "30"}}`,
+		field: "spec.parameters.assign.value",
+	}, {
+		name: "a location through a value that is not an object",
+		doc: `kind: Assign
+metadata: {name: m}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
+  location: "spec.hostname.x"
+  parameters: {assign: {value: "y"}}`,
+		field: "spec.location",
+	}} {
+		m, err := mutation.Decode([]byte("apiVersion: mutations.gatekeeper.sh/v1\n" + tc.doc))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		r := Compile(Sources{Mutators: []*mutation.Mutator{m}})
+		if len(r.Refused) != 1 || len(r.Compiled) != 0 {
+			t.Fatalf("%s: compiled %v", tc.name, r.Compiled)
+		}
+		ref := r.Refused[0]
+		if ref.Source != (Source{Kind: m.ID().Kind, Name: "m"}) || ref.Errs[0].Field != tc.field {
+			t.Errorf("%s: refused %v at %s, want %s", tc.name, ref.Source, ref.Errs[0].Field, tc.field)
+		}
+	}
+}
