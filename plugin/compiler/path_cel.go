@@ -65,8 +65,9 @@ type pathGen struct {
 	nodes []path.Node
 	conds []mutationsv1.Condition
 	leaf  leaf
-	// patch builds one patch element: a JSONPatch literal in a policy,
-	// anything countable in a check that only asks whether there is one.
+	// patch builds one patch: in a policy, a map its mutation makes a
+	// JSONPatch of (jsonPatch); in a check that only asks whether there is
+	// one, anything countable.
 	patch func(op string, ptr pointer, value string) string
 	// names counts the CEL variables made, so that nested ones differ.
 	names int
@@ -201,6 +202,12 @@ func (g *pathGen) createBelow(i int) (string, bool) {
 // createField is `{name: value}` for node i, a field of an object that is
 // being created.
 func (g *pathGen) createField(i int) (string, bool) {
+	m, ok := g.createMember(i)
+	return "{" + m + "}", ok
+}
+
+// createMember is the `name: value` member of createField.
+func (g *pathGen) createMember(i int) (string, bool) {
 	if g.cond(i) == mutationsv1.MustExist {
 		return "", false
 	}
@@ -215,7 +222,7 @@ func (g *pathGen) createField(i int) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return fmt.Sprintf("{%s: dyn(%s)}", celString(name), v), true
+	return fmt.Sprintf("%s: dyn(%s)", celString(name), v), true
 }
 
 // createElement is the element a keyed selector at node i appends: its key,
@@ -227,12 +234,11 @@ func (g *pathGen) createElement(i int, l path.List) (string, bool) {
 	if i == len(g.nodes)-1 {
 		return g.leaf.create(g)
 	}
-	rest, ok := g.createField(i + 1)
+	rest, ok := g.createMember(i + 1)
 	if !ok {
 		return "", false
 	}
-	// rest is `{name: value}`; the element is the key and that member.
-	return fmt.Sprintf("{%s: dyn(%s), %s", celString(l.KeyField), celLiteral(l.KeyValue), rest[1:]), true
+	return fmt.Sprintf("{%s: dyn(%s), %s}", celString(l.KeyField), celLiteral(l.KeyValue), rest), true
 }
 
 // list is the patches of nodes[i:], node i selecting elements of the list
