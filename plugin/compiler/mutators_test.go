@@ -64,20 +64,31 @@ type request struct {
 	gvk       schema.GroupVersionKind
 	resource  string
 	namespace *corev1.Namespace
+	// update makes it an UPDATE that changes nothing, rather than a
+	// CREATE.
+	update bool
+}
+
+// operation is the request's, as admission names it.
+func (rq request) operation() admission.Operation {
+	if rq.update {
+		return admission.Update
+	}
+	return admission.Create
 }
 
 func configMapRequest(ns *corev1.Namespace, labels map[string]string) request {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns.Name, Labels: labels}, Data: map[string]string{"k": "v"}}
-	return request{cm, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "configmaps", ns}
+	return request{obj: cm, gvk: corev1.SchemeGroupVersion.WithKind("ConfigMap"), resource: "configmaps", namespace: ns}
 }
 
 func clusterRoleRequest(labels map[string]string) request {
 	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "reader", Labels: labels}}
-	return request{cr, rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), "clusterroles", nil}
+	return request{obj: cr, gvk: rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), resource: "clusterroles", namespace: nil}
 }
 
 func namespaceRequest(ns *corev1.Namespace) request {
-	return request{ns.DeepCopy(), corev1.SchemeGroupVersion.WithKind("Namespace"), "namespaces", nil}
+	return request{obj: ns.DeepCopy(), gvk: corev1.SchemeGroupVersion.WithKind("Namespace"), resource: "namespaces", namespace: nil}
 }
 
 // requestNamespace is the namespace of the request, "" for none.
@@ -91,14 +102,14 @@ func (rq request) requestNamespace() string {
 func podRequest(p *corev1.Pod, ns *corev1.Namespace) request {
 	p = p.DeepCopy()
 	p.Namespace = ns.Name
-	return request{p, corev1.SchemeGroupVersion.WithKind("Pod"), "pods", ns}
+	return request{obj: p, gvk: corev1.SchemeGroupVersion.WithKind("Pod"), resource: "pods", namespace: ns}
 }
 
 func typedRequest(obj runtime.Object, ns *corev1.Namespace) request {
 	if d, ok := obj.(*appsv1.Deployment); ok {
 		d = d.DeepCopy()
 		d.Namespace = ns.Name
-		return request{d, appsv1.SchemeGroupVersion.WithKind("Deployment"), "deployments", ns}
+		return request{obj: d, gvk: appsv1.SchemeGroupVersion.WithKind("Deployment"), resource: "deployments", namespace: ns}
 	}
 	return podRequest(obj.(*corev1.Pod), ns)
 }
@@ -171,8 +182,12 @@ func (r *policyRunner) admit(t testing.TB, rq request) (runtime.Object, error) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		attrs := admission.NewAttributesRecord(obj, nil, rq.gvk, rq.requestNamespace(), accessor.GetName(), gvr, "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "alice"})
-		va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: rq.gvk, VersionedObject: admission.NewLazyObject(obj)}
+		var old runtime.Object
+		if rq.update {
+			old = rq.obj
+		}
+		attrs := admission.NewAttributesRecord(obj, old, rq.gvk, rq.requestNamespace(), accessor.GetName(), gvr, "", rq.operation(), nil, false, &user.DefaultInfo{Name: "alice"})
+		va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: rq.gvk, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old)}
 		obj, err = p.Patch(ctx, patch.Request{
 			MatchedResource:     gvr,
 			VersionedAttributes: va,
@@ -193,12 +208,12 @@ func metaAccessor(obj runtime.Object) (metav1.Object, error) {
 	return nil, errors.New("no metadata")
 }
 
-// policyMatches applies the policy's resource rules to a CREATE.
+// policyMatches applies the policy's resource rules to the request.
 func policyMatches(p admissionregistrationv1.MutatingAdmissionPolicy, rq request) bool {
 	for _, r := range p.Spec.MatchConstraints.ResourceRules {
 		ok := func(list []string, v string) bool { return slices.Contains(list, "*") || slices.Contains(list, v) }
 		if ok(r.APIGroups, rq.gvk.Group) && ok(r.APIVersions, rq.gvk.Version) && ok(r.Resources, rq.resource) &&
-			(slices.Contains(r.Operations, admissionregistrationv1.Create) || slices.Contains(r.Operations, admissionregistrationv1.OperationAll)) {
+			(slices.Contains(r.Operations, admissionregistrationv1.OperationType(rq.operation())) || slices.Contains(r.Operations, admissionregistrationv1.OperationAll)) {
 			return true
 		}
 	}
@@ -233,7 +248,7 @@ func admitWithPlugin(ms []*mutation.Mutator, rq request) (runtime.Object, error)
 			return labels.Set(rq.namespace.Labels), nil
 		},
 	}
-	_, err = mutation.Mutate(sys.Candidates(rq.gvk, mutation.OperationCreate), obj, &target, mutation.Options{})
+	_, err = mutation.Mutate(sys.Candidates(rq.gvk, string(rq.operation())), obj, &target, mutation.Options{})
 	return obj, err
 }
 
@@ -722,6 +737,12 @@ spec:
   match: {labelSelector: {matchLabels: {app: a0}}}
   location: "spec.containers[name: *].env[name: POD].value"
   parameters: {assign: {fromMetadata: {field: name}}}`,
+	`kind: Assign
+metadata: {name: on-create}
+spec:
+  applyTo: [{groups: [""], versions: [v1], kinds: [Pod], operations: [CREATE]}]
+  location: "spec.priorityClassName"
+  parameters: {assign: {value: "low"}}`,
 	`kind: AssignImage
 metadata: {name: registry}
 spec:
@@ -760,8 +781,12 @@ func TestEdgeMutatorsAgree(t *testing.T) {
 	for _, c := range sets {
 		for _, obj := range fuzzObjects(60, false) {
 			for _, ns := range namespaces {
-				if diff, ok := agree(t, c, podRequest(obj.(*corev1.Pod), ns)); !ok {
-					t.Fatalf("%v in %s: %s", c.result.Compiled, ns.Name, diff)
+				rq := podRequest(obj.(*corev1.Pod), ns)
+				for _, update := range []bool{false, true} {
+					rq.update = update
+					if diff, ok := agree(t, c, rq); !ok {
+						t.Fatalf("%v, %s in %s: %s", c.result.Compiled, rq.operation(), ns.Name, diff)
+					}
 				}
 			}
 		}
