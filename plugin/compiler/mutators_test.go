@@ -858,3 +858,39 @@ spec:
 		}
 	}
 }
+
+// FuzzCompileMutators compiles fuzzobjectstest's mutator sets (the
+// generator aims them at real and wrong fields of pods and deployments):
+// Compile must answer every set, compiled or refused by field, without a
+// panic.
+func FuzzCompileMutators(f *testing.F) {
+	r := rand.New(rand.NewSource(3))
+	for range 16 {
+		b := make([]byte, 96)
+		r.Read(b)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := fuzzobjectstest.NewSource(data)
+		g := &fuzzobjectstest.Mutators{Source: s, Deployment: s.Next(2) == 0}
+		var ms []*mutation.Mutator
+		for i := s.Next(8); i >= 0; i-- {
+			manifest, err := json.Marshal(g.Mutator(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m, errs := mutation.DecodeJSON(manifest); len(errs) == 0 {
+				ms = append(ms, m)
+			}
+		}
+		res := Compile(Sources{Mutators: ms})
+		if len(res.Compiled)+len(res.Refused) != len(ms) {
+			t.Fatalf("%d mutators, %d compiled and %d refused", len(ms), len(res.Compiled), len(res.Refused))
+		}
+		for _, ref := range res.Refused {
+			if len(ref.Errs) == 0 || ref.Errs[0].Field == "" {
+				t.Fatalf("%v refused without a field: %v", ref.Source, ref.Errs)
+			}
+		}
+	})
+}
