@@ -384,7 +384,7 @@ func TestTestdataMutatorsAgree(t *testing.T) {
 // typed pods and deployments, through the plugin and the compiled policy.
 func TestGeneratedMutatorsAgree(t *testing.T) {
 	r := rand.New(rand.NewSource(11))
-	const sets = 200
+	const sets = 150
 	var compiledSets, fullSets, mutators, compiled, agreed, cases int
 	reasons := map[string]int{}
 	for set := 0; set < sets; set++ {
