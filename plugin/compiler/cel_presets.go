@@ -20,7 +20,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -28,26 +27,13 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 )
 
-// celString is s as a CEL string literal. Go's quoting only uses escapes
-// CEL reads the same way (\", \\, \n, \xHH, \uHHHH, \UHHHHHHHH...).
-func celString(s string) string { return strconv.Quote(s) }
-
-// celStrings is a CEL list literal of strings.
-func celStrings(ss []string) string {
-	quoted := make([]string, len(ss))
-	for i, s := range ss {
-		quoted[i] = celString(s)
-	}
-	return "[" + strings.Join(quoted, ", ") + "]"
-}
-
-// celLiteral is v, marshalled to JSON, as a CEL literal made of plain maps
-// and lists: kube-apiserver marshals such a value back to the same JSON
-// when it is a JSONPatch value, and a pod's item, read from the object, is
-// equal to it exactly when their JSON forms are equal. Every value inside
-// a map or list is wrapped in dyn(), since kube-apiserver refuses map and
-// list literals whose values differ in type.
-func celLiteral(v any) (string, error) {
+// celItem is a preset's item v, marshalled to JSON, as a CEL literal made
+// of plain maps and lists: kube-apiserver marshals such a value back to the
+// same JSON when it is a JSONPatch value, and a pod's item, read from the
+// object, is equal to it exactly when their JSON forms are equal. Every
+// number of the items a preset carries is an integer; a fraction would be
+// a double in CEL and never equal the pod's, so it is an error.
+func celItem(v any) (string, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return "", err
@@ -58,64 +44,39 @@ func celLiteral(v any) (string, error) {
 	if err := d.Decode(&decoded); err != nil {
 		return "", err
 	}
-	var b strings.Builder
-	if err := writeCELLiteral(&b, decoded); err != nil {
+	value, err := integersOnly(decoded)
+	if err != nil {
 		return "", err
 	}
-	return b.String(), nil
+	return celLiteral(value), nil
 }
 
-func writeCELLiteral(b *strings.Builder, v any) error {
+// integersOnly is v with its JSON numbers as int64, the form celLiteral
+// reads, or an error for a number that is not an integer.
+func integersOnly(v any) (any, error) {
 	switch v := v.(type) {
-	case nil:
-		b.WriteString("null")
-	case bool:
-		b.WriteString(strconv.FormatBool(v))
-	case string:
-		b.WriteString(celString(v))
 	case json.Number:
-		// Every number of the items a preset carries is an integer; a
-		// fraction would be a double in CEL and never equal the pod's.
-		if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
-			return fmt.Errorf("number %s is not an integer", v)
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("number %s is not an integer", v)
 		}
-		b.WriteString(string(v))
+		return n, nil
 	case []any:
-		b.WriteString("[")
 		for i, e := range v {
-			if i > 0 {
-				b.WriteString(", ")
+			var err error
+			if v[i], err = integersOnly(e); err != nil {
+				return nil, err
 			}
-			b.WriteString("dyn(")
-			if err := writeCELLiteral(b, e); err != nil {
-				return err
-			}
-			b.WriteString(")")
 		}
-		b.WriteString("]")
 	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b.WriteString("{")
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteString(", ")
+		for k, e := range v {
+			var err error
+			if v[k], err = integersOnly(e); err != nil {
+				return nil, err
 			}
-			b.WriteString(celString(k))
-			b.WriteString(": dyn(")
-			if err := writeCELLiteral(b, v[k]); err != nil {
-				return err
-			}
-			b.WriteString(")")
 		}
-		b.WriteString("}")
-	default:
-		return fmt.Errorf("unexpected JSON value %T", v)
 	}
-	return nil
+	return v, nil
 }
 
 // celSelector is a CEL condition on the label map labels that holds when
@@ -155,14 +116,6 @@ func celSelector(s *metav1.LabelSelector, labels string) (string, error) {
 		}
 	}
 	return strings.Join(terms, " && "), nil
-}
-
-// celOr joins conditions with ||, "false" for none.
-func celOr(terms []string) string {
-	if len(terms) == 0 {
-		return "false"
-	}
-	return strings.Join(terms, " || ")
 }
 
 // celConcat joins list expressions with +, "[]" for none.

@@ -21,8 +21,8 @@ import (
 	"slices"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/match"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
@@ -92,8 +92,9 @@ func appliesTo(bindings []mutation.Binding) string {
 }
 
 // matches is the condition of spec.match, in the plugin's order of
-// criteria.
-func matches(m *match.Matcher) string {
+// criteria. match.Compile has validated the selectors, so an error here
+// is one celSelector has no CEL form for.
+func matches(m *match.Matcher) (string, field.ErrorList) {
 	spec := m.Spec()
 	var all []string
 	if len(spec.Kinds) > 0 {
@@ -123,11 +124,19 @@ func matches(m *match.Matcher) string {
 		all = append(all, fmt.Sprintf(`((!%s && %s == "") || %s)`, isNamespace, targetNamespace, and(test)))
 	}
 	if spec.LabelSelector != nil {
-		all = append(all, selects(spec.LabelSelector, objectLabels))
+		sel, err := celSelector(spec.LabelSelector, objectLabels)
+		if err != nil {
+			return "", field.ErrorList{field.Invalid(field.NewPath("spec", "match", "labelSelector"), spec.LabelSelector, err.Error())}
+		}
+		all = append(all, sel)
 	}
 	if spec.NamespaceSelector != nil {
-		all = append(all, fmt.Sprintf(`(%s ? %s : (%s == "" || %s))`, isNamespace,
-			selects(spec.NamespaceSelector, objectLabels), targetNamespace, selects(spec.NamespaceSelector, namespaceLabels)))
+		own, err := celSelector(spec.NamespaceSelector, objectLabels)
+		if err != nil {
+			return "", field.ErrorList{field.Invalid(field.NewPath("spec", "match", "namespaceSelector"), spec.NamespaceSelector, err.Error())}
+		}
+		its, _ := celSelector(spec.NamespaceSelector, namespaceLabels)
+		all = append(all, fmt.Sprintf(`(%s ? %s : (%s == "" || %s))`, isNamespace, own, targetNamespace, its))
 	}
 	if p, ok := m.NamePattern(); ok {
 		test := pattern(p, objectName)
@@ -138,7 +147,7 @@ func matches(m *match.Matcher) string {
 		}
 		all = append(all, test)
 	}
-	return and(all)
+	return and(all), nil
 }
 
 // allows is the test of a list where empty or `*` allows anything.
@@ -169,46 +178,6 @@ func pattern(p match.Pattern, v string) string {
 		return fmt.Sprintf("%s.startsWith(%s)", v, t)
 	}
 	return fmt.Sprintf("(%s == %s)", v, t)
-}
-
-// selects is the test of a label selector on the CEL map of labels l, as
-// metav1.LabelSelectorAsSelector reads it (match.Compile has validated it).
-func selects(sel *metav1.LabelSelector, l string) string {
-	var all []string
-	for _, k := range sortedKeys(sel.MatchLabels) {
-		all = append(all, fmt.Sprintf("(%s in %s && %s[%s] == %s)", celString(k), l, l, celString(k), celString(sel.MatchLabels[k])))
-	}
-	for _, r := range sel.MatchExpressions {
-		k := celString(r.Key)
-		switch r.Operator {
-		case metav1.LabelSelectorOpIn:
-			all = append(all, fmt.Sprintf("(%s in %s && %s[%s] in %s)", k, l, l, k, celStrings(r.Values)))
-		case metav1.LabelSelectorOpNotIn:
-			all = append(all, fmt.Sprintf("(!(%s in %s) || !(%s[%s] in %s))", k, l, l, k, celStrings(r.Values)))
-		case metav1.LabelSelectorOpExists:
-			all = append(all, fmt.Sprintf("(%s in %s)", k, l))
-		case metav1.LabelSelectorOpDoesNotExist:
-			all = append(all, fmt.Sprintf("!(%s in %s)", k, l))
-		}
-	}
-	return and(all)
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-func celStrings(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = celString(s)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
 }
 
 func and(terms []string) string { return join(terms, " && ", "true") }

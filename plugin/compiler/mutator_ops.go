@@ -18,10 +18,6 @@ package compiler
 
 import (
 	"fmt"
-	"maps"
-	"slices"
-	"strconv"
-	"strings"
 )
 
 // What each kind of mutator writes at the end of its location, in CEL. Each
@@ -140,44 +136,4 @@ func (im imageLeaf) image(g *pathGen, cur string) string {
 // kube-apiserver's environment lacks, as a one-element map.
 func bind(name, value, body string) string {
 	return fmt.Sprintf("[%s].map(%s, %s)[0]", value, name, body)
-}
-
-// celString is a CEL string literal of s. Go's quoting escapes are all CEL
-// escapes, and values decoded from JSON are valid UTF-8.
-func celString(s string) string { return strconv.Quote(s) }
-
-// celLiteral is a CEL literal of a JSON value as the mutation package
-// decodes it (integers as int64, other numbers as float64). Members of maps
-// and lists are wrapped in dyn(), so that mixed types type-check.
-func celLiteral(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return celString(v)
-	case bool:
-		return strconv.FormatBool(v)
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case float64:
-		s := strconv.FormatFloat(v, 'g', -1, 64)
-		if !strings.ContainsAny(s, ".eEn") {
-			s += ".0"
-		}
-		return s
-	case map[string]any:
-		parts := make([]string, 0, len(v))
-		for _, k := range slices.Sorted(maps.Keys(v)) {
-			parts = append(parts, fmt.Sprintf("%s: dyn(%s)", celString(k), celLiteral(v[k])))
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	case []any:
-		parts := make([]string, len(v))
-		for i, e := range v {
-			parts[i] = "dyn(" + celLiteral(e) + ")"
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	}
-	// mutationsv1.Value's decoder makes no other type.
-	return "null"
 }

@@ -87,6 +87,7 @@ func compileMutators(src Sources, r *Result) {
 		ok = append(ok, c)
 	}
 	ok = keepConverging(ok, r)
+	ok = keepMutatorsApart(ok, src, heldMutators(ms, ok, conflicts), r)
 	var enforced, warn, audit []*compiledMutator
 	for _, c := range ok {
 		id := c.m.ID()
@@ -152,7 +153,11 @@ func compileMutator(m *mutation.Mutator) (*compiledMutator, field.ErrorList) {
 		return c, nil
 	}
 	// bindings are nil for an AssignMetadata, as its own are.
-	c.guard = and([]string{appliesTo(bindings), matches(m.Matcher())})
+	matched, errs := matches(m.Matcher())
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	c.guard = and([]string{appliesTo(bindings), matched})
 	leaf, errs := leafOf(m, ends)
 	if len(errs) > 0 {
 		return nil, errs

@@ -153,10 +153,10 @@ func metaAccessor(obj runtime.Object) (metav1.Object, error) {
 // compilertest's Runner does).
 var defaultingScheme = defaults.NewScheme()
 
-// admitWithPlugin runs the mutators on a CREATE of rq as the
+// admitWithMutators runs the mutators on a CREATE of rq as the
 // LocationMutator does: the candidates of the request's kind, matched
 // against the request's target, until they converge.
-func admitWithPlugin(ms []*mutation.Mutator, rq request) (runtime.Object, error) {
+func admitWithMutators(ms []*mutation.Mutator, rq request) (runtime.Object, error) {
 	sys, err := mutation.NewSystem(ms)
 	if err != nil {
 		return nil, err
@@ -226,7 +226,7 @@ func compileCase(t testing.TB, ms []*mutation.Mutator) compiledCase {
 // difference: both must store the same object, or both refuse it.
 func agree(t *testing.T, c compiledCase, rq request) (string, bool) {
 	t.Helper()
-	want, werr := admitWithPlugin(compiledSubset(c.ms, c.result), rq)
+	want, werr := admitWithMutators(compiledSubset(c.ms, c.result), rq)
 	obj := rq.obj.DeepCopyObject()
 	obj.GetObjectKind().SetGroupVersionKind(rq.gvk)
 	got, _, _, gerr := c.runner.Admit(context.Background(), obj, rq.operation(), rq.requestNamespace())

@@ -108,7 +108,7 @@ func newEntry(pi int, path *field.Path, item any, keys []string, conds []func(st
 		e.refusal = append(e.refusal, field.Forbidden(at, "the plugin compares it with the pod's by value, a policy would compare their JSON text: not compiled"))
 		return e
 	}
-	literal, err := celLiteral(item)
+	literal, err := celItem(item)
 	if err != nil {
 		e.refusal = append(e.refusal, field.Invalid(path, item, err.Error()))
 		return e

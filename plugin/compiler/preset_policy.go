@@ -185,7 +185,7 @@ func (b *presetCEL) conflict(s presetScope, families []family) string {
 				for k := range e.keys {
 					withPod = append(withPod, podConflict(e, k, list))
 				}
-				cond := "(" + active + " && (" + celOr(withPod) + "))"
+				cond := "(" + active + " && (" + or(withPod) + "))"
 				if claimed := b.claimed(s, f, e); claimed != "false" {
 					cond = "(" + cond + " && !(" + claimed + "))"
 				}
@@ -199,7 +199,7 @@ func (b *presetCEL) conflict(s presetScope, families []family) string {
 			}
 		}
 	}
-	return celOr(terms)
+	return or(terms)
 }
 
 // patches is the CEL list of JSON Patch operations, in scope s, that
@@ -275,7 +275,7 @@ func (b *presetCEL) appended(s presetScope, f family) func(t int) string {
 				earlier = append(earlier, claimed)
 			}
 			if len(earlier) > 0 {
-				terms = append(terms, "!("+celOr(earlier)+")")
+				terms = append(terms, "!("+or(earlier)+")")
 			}
 		default:
 			for k := range e.keys {
@@ -308,7 +308,7 @@ func (b *presetCEL) appended(s presetScope, f family) func(t int) string {
 				}
 			}
 			if len(found) > 0 {
-				terms = append(terms, "!("+celOr(found)+")")
+				terms = append(terms, "!("+or(found)+")")
 			}
 		}
 		memo[t] = strings.Join(terms, " && ")
@@ -340,7 +340,7 @@ func (b *presetCEL) claimed(s presetScope, f family, e *entry) string {
 			terms = append(terms, active)
 		}
 	}
-	return celOr(terms)
+	return or(terms)
 }
 
 // claim is the CEL condition, in scope s, that PresetWins entry t of f
@@ -363,7 +363,7 @@ func (b *presetCEL) claim(s presetScope, f family, t int) string {
 	if len(earlier) == 0 {
 		return active
 	}
-	return active + " && !(" + celOr(earlier) + ")"
+	return active + " && !(" + or(earlier) + ")"
 }
 
 // firstClaim is a CEL chain, in scope s, that gives then(c) for the first
@@ -407,7 +407,7 @@ func (b *presetCEL) replacements(s presetScope, f family) string {
 	if len(replaces) == 0 {
 		return "[]"
 	}
-	return celConcat(replaces) + " + " + list + ".transformList(j, y, (" + celOr(drops) + ") ? [j] : []).flatten().reverse().map(j, JSONPatch{op: \"remove\", path: " + path + " + string(j)})"
+	return celConcat(replaces) + " + " + list + ".transformList(j, y, (" + or(drops) + ") ? [j] : []).flatten().reverse().map(j, JSONPatch{op: \"remove\", path: " + path + " + string(j)})"
 }
 
 // rejections is the CEL list of the plugin's messages for the conflicts,
@@ -550,7 +550,7 @@ func (b *presetCEL) firstAppended(s presetScope, f family) func(t int) string {
 			}
 		}
 		if len(found) > 0 {
-			terms = append(terms, "!("+celOr(found)+")")
+			terms = append(terms, "!("+or(found)+")")
 		}
 		memo[t] = strings.Join(terms, " && ")
 		if len(memo[t]) > maxCondition {
@@ -654,8 +654,8 @@ func buildPresetPolicy(presets []*presetIn) (presetPolicy, map[*presetIn][]*fiel
 		patches = append(patches, inContainers(sf.scope.containers, ops))
 	}
 	vars = append(vars,
-		admissionregistrationv1.Variable{Name: "matched", Expression: celOr(matched)},
-		admissionregistrationv1.Variable{Name: "conflict", Expression: celOr(conflicts)})
+		admissionregistrationv1.Variable{Name: "matched", Expression: or(matched)},
+		admissionregistrationv1.Variable{Name: "conflict", Expression: or(conflicts)})
 	patches = append(patches, `(has(object.metadata.annotations) ? [] : [JSONPatch{op: "add", path: "/metadata/annotations", value: {}}])`)
 	patches = append(patches, annotations...)
 

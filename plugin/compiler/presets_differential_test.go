@@ -139,7 +139,7 @@ func (f *figures) add(counter *int) {
 // only reports errors, so that it can run off the test's goroutine.
 func agreeOn(t *testing.T, n int, f *figures, objs []runtime.Object, namespace *corev1.Namespace, pod *corev1.Pod) {
 	src, in := sourcesOf(objs)
-	want, wantWarnings, wantErr := admitWithPlugin(in, namespace, pod)
+	want, wantWarnings, wantErr := admitWithPresetPlugin(in, namespace, pod)
 	if input := (*offline.InputError)(nil); errors.As(wantErr, &input) {
 		t.Errorf("case %d: a generated preset is invalid: %v", n, wantErr)
 		return
@@ -271,10 +271,10 @@ func sourcesOf(objs []runtime.Object) (compiler.Sources, offline.Inputs) {
 	return src, in
 }
 
-// admitWithPlugin admits pod through the PodPreset plugin, as the webhook
+// admitWithPresetPlugin admits pod through the PodPreset plugin, as the webhook
 // host runs it. An error is a refusal, or an *offline.InputError for a
 // preset the API would refuse.
-func admitWithPlugin(in offline.Inputs, namespace *corev1.Namespace, pod *corev1.Pod) (*corev1.Pod, []string, error) {
+func admitWithPresetPlugin(in offline.Inputs, namespace *corev1.Namespace, pod *corev1.Pod) (*corev1.Pod, []string, error) {
 	registry := admission.NewPlugins()
 	plugin.RegisterAllAdmissionPlugins(registry)
 	settingsadmission.Register(registry, nil)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
 )
 
 // The accessors below give the parsed forms of a mutator to a compiler that
@@ -118,4 +119,23 @@ func (m *Mutator) ImageParts() (domain, path, tag string, ok bool) {
 // the proof that a pass converges.
 func MayAffect(writer, reader *Mutator) bool {
 	return mayAffect(writer.places, reader.readPlaces)
+}
+
+// MayMeet reports whether the order between m and something that writes
+// at the locations writes and reads at the locations reads may matter: m
+// may change what is read there, or what is written there may change what
+// m reads. It judges as the convergence proof judges two mutators
+// (mayAffect), and says they meet where it cannot tell.
+func MayMeet(m *Mutator, writes, reads []path.Path) bool {
+	for _, w := range writes {
+		if mayAffect(placesOf(w.Nodes), m.readPlaces) {
+			return true
+		}
+	}
+	for _, r := range reads {
+		if mayAffect(m.places, placesOf(r.Nodes)) {
+			return true
+		}
+	}
+	return false
 }
