@@ -1,0 +1,279 @@
+/*
+Copyright The admitkit Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package compiler
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/path"
+)
+
+// A mutator's location becomes one CEL expression of type list(JSONPatch):
+// the patches one run of the mutator makes on the object it is given,
+// empty when it changes nothing. It restates the plugin's walker
+// (mutation/walk.go) node by node:
+//
+//   - a field that holds null is missing;
+//   - a glob `[k: *]` walks every element, and creates none;
+//   - a keyed selector walks every element whose key holds its value, and
+//     when there is none, appends `{k: v}` with what the rest of the
+//     location writes into it, if it writes anything;
+//   - a missing parent is created only when something is written below it;
+//   - a pathTest at a depth keeps the walk from going on there.
+//
+// A JSONPatch "add" must find the parent it adds into, so where the object
+// stops, the rest of the location is written as one value built at compile
+// time (createField), and list elements are addressed by the index CEL
+// computes (transformList). Values are plain CEL maps and lists, never
+// Object{} literals (kubernetes#142181), each member wrapped in dyn() so
+// that a literal mixing types type-checks.
+
+// leaf is what a kind of mutator writes at the end of its location.
+type leaf interface {
+	// write is the patches for the field name of the object o (a CEL
+	// expression) at pointer ptr; exists is a CEL boolean saying whether
+	// the field holds a value that is not null.
+	write(g *pathGen, o, name, exists string, ptr pointer) string
+	// create is the value written where nothing is, and false when the
+	// mutator writes nothing there.
+	create(g *pathGen) (string, bool)
+	// writeElement is the patches that make the element of the list l at
+	// index first (a CEL integer) the mutator's value, for a location
+	// ending in a keyed selector, which only an Assign may have.
+	writeElement(g *pathGen, l, first string, ptr pointer) string
+}
+
+// pathGen writes the expression for one location.
+type pathGen struct {
+	nodes []path.Node
+	conds []mutationsv1.Condition
+	leaf  leaf
+	// patch builds one patch: in a policy, a map its mutation makes a
+	// JSONPatch of (jsonPatch); in a check that only asks whether there is
+	// one, anything countable.
+	patch func(op string, ptr pointer, value string) string
+	// names counts the CEL variables made, so that nested ones differ.
+	names int
+}
+
+// cond is the pathTest at depth i.
+func (g *pathGen) cond(i int) mutationsv1.Condition {
+	if g.conds == nil {
+		return ""
+	}
+	return g.conds[i]
+}
+
+func (g *pathGen) name(prefix string) string {
+	g.names++
+	return prefix + strconv.Itoa(g.names)
+}
+
+// pointer is a JSON pointer as CEL string expressions to concatenate:
+// literal text and computed list indexes.
+type pointer []string
+
+// field appends an object member, escaped as RFC 6901 requires.
+func (p pointer) field(name string) pointer {
+	return p.text("/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(name))
+}
+
+// index appends the list index the CEL integer expression ix holds.
+func (p pointer) index(ix string) pointer {
+	return append(p.text("/"), "string("+ix+")")
+}
+
+func (p pointer) text(s string) pointer {
+	out := append(pointer(nil), p...)
+	if n := len(out); n > 0 && strings.HasPrefix(out[n-1], `"`) {
+		prev, err := strconv.Unquote(out[n-1])
+		if err == nil {
+			out[n-1] = celString(prev + s)
+			return out
+		}
+	}
+	return append(out, celString(s))
+}
+
+// String is the CEL expression of the pointer.
+func (p pointer) String() string {
+	if len(p) == 0 {
+		return `""`
+	}
+	return strings.Join(p, " + ")
+}
+
+// expression returns the patches of the whole location, from the object.
+func (g *pathGen) expression() string {
+	return g.object(0, "object", nil)
+}
+
+// exists is the CEL test of a field of o holding a value.
+func exists(o, name string) string {
+	return fmt.Sprintf("(%s in %s && %s != null)", celString(name), o, member(o, name))
+}
+
+// member is the CEL expression of a field of o.
+func member(o, name string) string {
+	return fmt.Sprintf("%s[%s]", o, celString(name))
+}
+
+// choose is `c ? a : b`, short when a branch is empty.
+func choose(c, a, b string) string {
+	if a == b {
+		return a
+	}
+	return fmt.Sprintf("(%s ? %s : %s)", c, a, b)
+}
+
+const none = "[]"
+
+// object is the patches of nodes[i:], node i being a field of the object o
+// (which exists) at ptr.
+func (g *pathGen) object(i int, o string, ptr pointer) string {
+	name := g.nodes[i].(path.Object).Reference
+	ex := exists(o, name)
+	fptr := ptr.field(name)
+	var there, missing string
+	switch {
+	case i == len(g.nodes)-1:
+		switch g.cond(i) {
+		case mutationsv1.MustExist:
+			return choose(ex, g.leaf.write(g, o, name, "true", fptr), none)
+		case mutationsv1.MustNotExist:
+			return choose(ex, none, g.leaf.write(g, o, name, "false", fptr))
+		}
+		return g.leaf.write(g, o, name, ex, fptr)
+	default:
+		there = g.below(i+1, member(o, name), fptr)
+		missing = none
+		if v, ok := g.createBelow(i + 1); ok {
+			missing = "[" + g.patch("add", fptr, v) + "]"
+		}
+	}
+	switch g.cond(i) {
+	case mutationsv1.MustExist:
+		missing = none
+	case mutationsv1.MustNotExist:
+		there = none
+	}
+	return choose(ex, there, missing)
+}
+
+// below is the patches of nodes[i:] inside v, the existing value of the
+// field before node i.
+func (g *pathGen) below(i int, v string, ptr pointer) string {
+	if l, ok := g.nodes[i].(path.List); ok {
+		return g.list(i, l, v, ptr)
+	}
+	return g.object(i, v, ptr)
+}
+
+// createBelow is the value of the field before node i when it is missing,
+// and false when nothing would be written into it.
+func (g *pathGen) createBelow(i int) (string, bool) {
+	if l, ok := g.nodes[i].(path.List); ok {
+		e, ok := g.createElement(i, l)
+		if !ok {
+			return "", false
+		}
+		return "[" + e + "]", true
+	}
+	return g.createField(i)
+}
+
+// createField is `{name: value}` for node i, a field of an object that is
+// being created.
+func (g *pathGen) createField(i int) (string, bool) {
+	m, ok := g.createMember(i)
+	return "{" + m + "}", ok
+}
+
+// createMember is the `name: value` member of createField.
+func (g *pathGen) createMember(i int) (string, bool) {
+	if g.cond(i) == mutationsv1.MustExist {
+		return "", false
+	}
+	name := g.nodes[i].(path.Object).Reference
+	var v string
+	var ok bool
+	if i == len(g.nodes)-1 {
+		v, ok = g.leaf.create(g)
+	} else {
+		v, ok = g.createBelow(i + 1)
+	}
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprintf("%s: dyn(%s)", celString(name), v), true
+}
+
+// createElement is the element a keyed selector at node i appends: its key,
+// and what the rest of the location writes into it. A glob appends none.
+func (g *pathGen) createElement(i int, l path.List) (string, bool) {
+	if l.Glob || g.cond(i) == mutationsv1.MustExist {
+		return "", false
+	}
+	if i == len(g.nodes)-1 {
+		return g.leaf.create(g)
+	}
+	rest, ok := g.createMember(i + 1)
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprintf("{%s: dyn(%s), %s}", celString(l.KeyField), celLiteral(l.KeyValue), rest), true
+}
+
+// list is the patches of nodes[i:], node i selecting elements of the list
+// l (which exists) at ptr.
+func (g *pathGen) list(i int, sel path.List, l string, ptr pointer) string {
+	ix, el := g.name("i"), g.name("e")
+	last := i == len(g.nodes)-1
+	if sel.Glob {
+		if last || g.cond(i) == mutationsv1.MustNotExist {
+			return none
+		}
+		return fmt.Sprintf("%s.transformList(%s, %s, %s).flatten()", l, ix, el, g.object(i+1, el, ptr.index(ix)))
+	}
+	keyed := fmt.Sprintf("(%s in %s && %s == %s)", celString(sel.KeyField), el, member(el, sel.KeyField), celLiteral(sel.KeyValue))
+	found := fmt.Sprintf("%s.exists(%s, %s)", l, el, keyed)
+	var there, missing string
+	if last {
+		first := fmt.Sprintf("%s.transformList(%s, %s, %s, %s)[0]", l, ix, el, keyed, ix)
+		there = g.leaf.writeElement(g, l, first, ptr)
+		missing = none
+		if v, ok := g.leaf.create(g); ok {
+			missing = "[" + g.patch("add", ptr.text("/-"), v) + "]"
+		}
+	} else {
+		there = fmt.Sprintf("%s.transformList(%s, %s, %s, %s).flatten()", l, ix, el, keyed, g.object(i+1, el, ptr.index(ix)))
+		missing = none
+		if v, ok := g.createElement(i, sel); ok {
+			missing = "[" + g.patch("add", ptr.text("/-"), v) + "]"
+		}
+	}
+	switch g.cond(i) {
+	case mutationsv1.MustExist:
+		missing = none
+	case mutationsv1.MustNotExist:
+		there = none
+	}
+	return choose(found, there, missing)
+}
