@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Package policysync is the webhook server's compiled-policies mode
 // (admitkit webhook --compile-policies): a controller that keeps
 // MutatingAdmissionPolicies and ValidatingAdmissionPolicies, compiled by
