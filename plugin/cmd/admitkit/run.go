@@ -132,7 +132,7 @@ func (o *options) startCompiling(ctx context.Context, clients *webhook.Clients) 
 	filtered := *clients
 	filtered.Settings = policysync.FilterSettings(clients.Settings, carried)
 	filtered.Dynamic = policysync.FilterDynamic(clients.Dynamic, carried)
-	return &filtered, []webhook.InformerFactory{policies}, nil
+	return &filtered, []webhook.InformerFactory{carried}, nil
 }
 
 // clientConfig is kubeconfig's, or the pod's service account's when

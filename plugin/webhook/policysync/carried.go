@@ -17,6 +17,7 @@ limitations under the License.
 package policysync
 
 import (
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,7 +89,9 @@ func policyInformers(f informers.SharedInformerFactory) []cache.SharedIndexInfor
 // apply the new version on top of it.
 type Carried struct {
 	handover time.Duration
+	factory  informers.SharedInformerFactory
 	listers  []cache.SharedIndexInformer
+	handled  []cache.ResourceEventHandlerRegistration
 
 	mu sync.Mutex
 	// since is when each source carried by a whole set was first seen so.
@@ -108,10 +111,10 @@ type Carried struct {
 // observed.
 func NewCarried(f informers.SharedInformerFactory, handover time.Duration) (*Carried, error) {
 	registerMetrics()
-	c := &Carried{handover: handover, listers: policyInformers(f), since: map[compiler.Source]time.Time{}, changed: make(chan struct{})}
+	c := &Carried{handover: handover, factory: f, listers: policyInformers(f), since: map[compiler.Source]time.Time{}, changed: make(chan struct{})}
 	c.effective.Store(&map[compiler.Source]bool{})
 	for _, inf := range c.listers {
-		_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		r, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { c.recompute() },
 			UpdateFunc: func(any, any) { c.recompute() },
 			DeleteFunc: func(any) { c.recompute() },
@@ -119,8 +122,26 @@ func NewCarried(f informers.SharedInformerFactory, handover time.Duration) (*Car
 		if err != nil {
 			return nil, err
 		}
+		c.handled = append(c.handled, r)
 	}
 	return c, nil
+}
+
+// Start starts the policies' informer factory: Carried is the host's
+// informer factory of the mode (webhook.Options.Informers).
+func (c *Carried) Start(stop <-chan struct{}) { c.factory.Start(stop) }
+
+// WaitForCacheSync waits until the policies are listed and Carried has
+// seen them all, so that a ready replica hands over what the policies
+// carry from its first review on.
+func (c *Carried) WaitForCacheSync(stop <-chan struct{}) map[reflect.Type]bool {
+	synced := c.factory.WaitForCacheSync(stop)
+	handled := make([]cache.InformerSynced, len(c.handled))
+	for i, r := range c.handled {
+		handled[i] = r.HasSynced
+	}
+	synced[reflect.TypeOf(c)] = cache.WaitForCacheSync(stop, handled...)
+	return synced
 }
 
 // Has reports whether the policies carry the source, so that the webhook

@@ -159,11 +159,7 @@ func (c *Controller) enqueue() { c.queue.AddAfter(syncKey, c.debounce) }
 // Run compiles and applies until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	defer c.queue.ShutDown()
-	c.recorder = events.NewRecorder(c.kube, "admitkit-policysync", ctx.Done())
-	c.settingsFactory.Start(ctx.Done())
-	for _, m := range c.mutators {
-		go m.informer.Run(ctx.Done())
-	}
+	c.start(ctx.Done())
 	if !cache.WaitForNamedCacheSync("admitkit-policysync", ctx.Done(), c.synced...) {
 		return
 	}
@@ -174,6 +170,16 @@ func (c *Controller) Run(ctx context.Context) {
 		}
 	}()
 	<-ctx.Done()
+}
+
+// start starts the Event recorder and the sources' informers; the
+// policies' factory is the caller's to start.
+func (c *Controller) start(stop <-chan struct{}) {
+	c.recorder = events.NewRecorder(c.kube, "admitkit-policysync", stop)
+	c.settingsFactory.Start(stop)
+	for _, m := range c.mutators {
+		go m.informer.Run(stop)
+	}
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {

@@ -153,6 +153,19 @@ type filteredSettings struct {
 	view *view
 }
 
+// watchListUnsupported is how a client tells the reflector it cannot
+// stream lists (client-go's fakes); the filtered clients say what the
+// client they wrap says.
+type watchListUnsupported interface{ IsWatchListSemanticsUnSupported() bool }
+
+func unsupported(client any) bool {
+	u, ok := client.(watchListUnsupported)
+	return ok && u.IsWatchListSemanticsUnSupported()
+}
+
+// IsWatchListSemanticsUnSupported is the wrapped client's answer.
+func (s filteredSettings) IsWatchListSemanticsUnSupported() bool { return unsupported(s.Interface) }
+
 func (s filteredSettings) SettingsV1alpha1() settingsv1alpha1client.SettingsV1alpha1Interface {
 	return filteredSettingsV1alpha1{SettingsV1alpha1Interface: s.Interface.SettingsV1alpha1(), view: s.view}
 }
@@ -242,6 +255,9 @@ type filteredDynamic struct {
 	dynamic.Interface
 	view *view
 }
+
+// IsWatchListSemanticsUnSupported is the wrapped client's answer.
+func (d filteredDynamic) IsWatchListSemanticsUnSupported() bool { return unsupported(d.Interface) }
 
 func (d filteredDynamic) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
 	r := d.Interface.Resource(gvr)
