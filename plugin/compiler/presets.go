@@ -16,15 +16,278 @@ limitations under the License.
 
 package compiler
 
-import "k8s.io/apimachinery/pkg/util/validation/field"
+import (
+	"fmt"
+	"slices"
+	"strings"
 
-// compilePresets compiles src's PodPresets and ClusterPodPresets into r.
-// SKELETON: the presets helper replaces this file.
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
+)
+
+const (
+	podPresetKind        = "PodPreset"
+	clusterPodPresetKind = "ClusterPodPreset"
+	// presetPolicyName names the one MutatingAdmissionPolicy (and the one
+	// ValidatingAdmissionPolicy) every compiled preset goes into: the
+	// plugin applies a pod's presets together, in order, all or none, and
+	// kube-apiserver runs separate policies in no set order.
+	presetPolicyName = "admitkit-podpresets"
+)
+
+// presetDefaults holds the settings.k8s.io/v1alpha1 defaulters, which the
+// plugin runs on every preset before it compares its items with the pod's.
+var presetDefaults = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(settingsv1alpha1.AddToScheme(s))
+	return s
+}()
+
+// presetIn is one PodPreset or ClusterPodPreset, defaulted as the plugin
+// defaults it.
+type presetIn struct {
+	src             Source
+	resourceVersion string
+	spec            settingsv1alpha1.PodPresetSpec
+	// namespaceSelector is nil for a PodPreset.
+	namespaceSelector *metav1.LabelSelector
+}
+
+func (p *presetIn) cluster() bool { return p.namespaceSelector != nil }
+
+// String names the preset as the plugin does in its messages.
+func (p *presetIn) String() string { return fmt.Sprintf("%s %q", p.src.Kind, p.src.Name) }
+
+// annotationKey is the pod annotation the plugin records the preset in.
+func (p *presetIn) annotationKey() string {
+	if p.cluster() {
+		return "podpreset.admission.kubernetes.io/clusterpodpreset-" + p.src.Name
+	}
+	return "podpreset.admission.kubernetes.io/podpreset-" + p.src.Name
+}
+
+func (p *presetIn) enforced() bool {
+	return p.spec.Mode == "" || p.spec.Mode == settingsv1alpha1.ModeEnforce
+}
+
+func (p *presetIn) rejects() bool {
+	return p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyReject
+}
+
+// compilePresets compiles src's PodPresets and ClusterPodPresets into r:
+// one MutatingAdmissionPolicy that applies them as the plugin does and,
+// when a compiled preset's conflictPolicy is Reject, one
+// ValidatingAdmissionPolicy that refuses the pods it refuses. A preset that
+// cannot be compiled exactly is refused, and so is every enforced preset
+// that can apply to the same pod as a refused enforced one: the plugin
+// applies a pod's presets all or none, which a split between the policy and
+// the plugin could not keep.
 func compilePresets(src Sources, r *Result) {
-	for _, p := range src.PodPresets {
-		r.Refused = append(r.Refused, Refusal{Source{"PodPreset", p.Namespace, p.Name}, field.ErrorList{field.InternalError(nil, errNotYet)}})
+	presets, refused := collectPresets(src)
+	var enforced []*presetIn
+	// own holds each enforced preset's own reasons not to compile.
+	own := map[*presetIn]field.ErrorList{}
+	for _, p := range presets {
+		if !p.enforced() {
+			// A preset in Warn or Audit mode never changes a pod nor
+			// whether it is admitted: refusing it leaves the others
+			// exact.
+			refused = append(refused, Refusal{p.src, field.ErrorList{field.NotSupported(field.NewPath("spec", "mode"), p.spec.Mode,
+				[]string{string(settingsv1alpha1.ModeEnforce)})}})
+			continue
+		}
+		enforced = append(enforced, p)
+		if errs := presetRefusal(p); len(errs) > 0 {
+			own[p] = errs
+		}
 	}
-	for _, p := range src.ClusterPodPresets {
-		r.Refused = append(r.Refused, Refusal{Source{"ClusterPodPreset", "", p.Name}, field.ErrorList{field.InternalError(nil, errNotYet)}})
+	for p, errs := range rejectRefusals(enforced) {
+		own[p] = append(own[p], errs...)
 	}
+	compiled, refused := keepApart(enforced, own, refused)
+	r.Refused = append(r.Refused, refused...)
+	if len(compiled) == 0 {
+		return
+	}
+	policy := buildPresetPolicy(compiled)
+	r.MutatingPolicies = append(r.MutatingPolicies, policy.mutating)
+	r.MutatingBindings = append(r.MutatingBindings, policy.mutatingBinding)
+	if policy.validating != nil {
+		r.ValidatingPolicies = append(r.ValidatingPolicies, *policy.validating)
+		r.ValidatingBindings = append(r.ValidatingBindings, *policy.validatingBinding)
+	}
+	for _, p := range compiled {
+		r.Compiled = append(r.Compiled, p.src)
+	}
+}
+
+// collectPresets returns the presets in the plugin's order (PodPresets by
+// name, then ClusterPodPresets by name; PodPresets of different namespaces
+// never meet), defaulted. Of two with the same kind, namespace and name the
+// later is kept, as the API would after an update; the earlier is refused.
+func collectPresets(src Sources) ([]*presetIn, []Refusal) {
+	var presets []*presetIn
+	byKey := map[Source]int{}
+	var refused []Refusal
+	add := func(p *presetIn) {
+		if i, ok := byKey[p.src]; ok {
+			refused = append(refused, Refusal{presets[i].src, field.ErrorList{field.Duplicate(field.NewPath("metadata", "name"), p.src.Name)}})
+			presets[i] = p
+			return
+		}
+		byKey[p.src] = len(presets)
+		presets = append(presets, p)
+	}
+	for i := range src.PodPresets {
+		pp := &src.PodPresets[i]
+		defaulted := &settingsv1alpha1.PodPreset{Spec: *pp.Spec.DeepCopy()}
+		presetDefaults.Default(defaulted)
+		add(&presetIn{src: Source{podPresetKind, pp.Namespace, pp.Name}, resourceVersion: pp.ResourceVersion, spec: defaulted.Spec})
+	}
+	for i := range src.ClusterPodPresets {
+		cp := &src.ClusterPodPresets[i]
+		defaulted := &settingsv1alpha1.ClusterPodPreset{Spec: *cp.Spec.DeepCopy()}
+		presetDefaults.Default(defaulted)
+		add(&presetIn{src: Source{clusterPodPresetKind, "", cp.Name}, resourceVersion: cp.ResourceVersion,
+			spec: defaulted.Spec.PodPresetSpec, namespaceSelector: &defaulted.Spec.NamespaceSelector})
+	}
+	slices.SortStableFunc(presets, func(a, b *presetIn) int {
+		if a.cluster() != b.cluster() {
+			if a.cluster() {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(a.src.Name, b.src.Name)
+	})
+	return presets, refused
+}
+
+// presetRefusal is why an enforced preset cannot be compiled on its own.
+func presetRefusal(p *presetIn) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	switch p.spec.ConflictPolicy {
+	case "", settingsv1alpha1.ConflictPolicySkipAll, settingsv1alpha1.ConflictPolicyReject:
+	default:
+		// PodWins and PresetWins items are merged in phases and then put
+		// back in preset order, which the compiler does not express yet.
+		errs = append(errs, field.NotSupported(spec.Child("conflictPolicy"), p.spec.ConflictPolicy,
+			[]string{string(settingsv1alpha1.ConflictPolicySkipAll), string(settingsv1alpha1.ConflictPolicyReject)}))
+	}
+	if _, err := celSelector(&p.spec.Selector, "variables.labels"); err != nil {
+		errs = append(errs, field.Invalid(spec.Child("selector"), p.spec.Selector, err.Error()))
+	}
+	if p.cluster() {
+		if _, err := celSelector(p.namespaceSelector, "variables.namespaceLabels"); err != nil {
+			errs = append(errs, field.Invalid(spec.Child("namespaceSelector"), *p.namespaceSelector, err.Error()))
+		}
+	}
+	for _, f := range familiesOf(p, 0) {
+		for _, e := range f.entries {
+			errs = append(errs, e.refusal...)
+		}
+	}
+	return errs
+}
+
+// rejectRefusals refuses each Reject preset that shares an item's key with
+// another item it can meet on a pod: its own, or another enforced preset's
+// that can apply to the same pods. Whether a conflict between two presets
+// refuses the pod, and how the refusal names it, depends on which item the
+// plugin merged first, which the compiled policy does not follow; a Reject
+// preset whose keys are its own conflicts only with the pod.
+func rejectRefusals(enforced []*presetIn) map[*presetIn]field.ErrorList {
+	out := map[*presetIn]field.ErrorList{}
+	for pi, p := range enforced {
+		if !p.rejects() {
+			continue
+		}
+		for _, f := range familiesOf(p, pi) {
+			for i, e := range f.entries {
+				for _, other := range f.entries[:i] {
+					if shared := e.sharedKey(&other); shared >= 0 {
+						out[p] = append(out[p], field.Forbidden(e.path, fmt.Sprintf(
+							"%s is also the %s of %s, and the conflictPolicy is Reject: not compiled", f.keyNames[shared], f.keyNames[shared], other.path)))
+					}
+				}
+			}
+		}
+		for qi, q := range enforced {
+			if q == p || !meet(p, q) {
+				continue
+			}
+			theirs := familiesOf(q, qi)
+			for fi, f := range familiesOf(p, pi) {
+				for _, e := range f.entries {
+					for _, other := range theirs[fi].entries {
+						if shared := e.sharedKey(&other); shared >= 0 {
+							out[p] = append(out[p], field.Forbidden(e.path, fmt.Sprintf(
+								"%s is also the %s of %s's %s, and the conflictPolicy is Reject: not compiled", f.keyNames[shared], f.keyNames[shared], q, other.path)))
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// meet is true of two presets that can select the same pod.
+func meet(a, b *presetIn) bool {
+	return a.cluster() || b.cluster() || a.src.Namespace == b.src.Namespace
+}
+
+// keepApart compiles the enforced presets that can, and refuses, beside
+// those with reasons of their own, every enforced preset that can apply to
+// a pod together with a refused one.
+func keepApart(enforced []*presetIn, own map[*presetIn]field.ErrorList, refused []Refusal) ([]*presetIn, []Refusal) {
+	blocker := map[*presetIn]*presetIn{}
+	for _, p := range enforced {
+		if len(own[p]) > 0 {
+			blocker[p] = p
+		}
+	}
+	// A refused ClusterPodPreset meets every preset, a refused PodPreset
+	// every preset of its namespace and every ClusterPodPreset, whose
+	// refusal then reaches further: repeat until nothing changes.
+	for changed := true; changed; {
+		changed = false
+		for _, p := range enforced {
+			if blocker[p] != nil {
+				continue
+			}
+			for _, q := range enforced {
+				if b := blocker[q]; b != nil && meet(p, q) {
+					blocker[p] = b
+					changed = true
+					break
+				}
+			}
+		}
+	}
+	var compiled []*presetIn
+	for _, p := range enforced {
+		switch b := blocker[p]; {
+		case b == nil:
+			compiled = append(compiled, p)
+		case b == p:
+			refused = append(refused, Refusal{p.src, own[p]})
+		default:
+			refused = append(refused, Refusal{p.src, field.ErrorList{field.Forbidden(field.NewPath("spec"), fmt.Sprintf(
+				"can apply to the same pods as %s, which is not compiled: the plugin applies a pod's presets all or none", describeSource(b.src)))}})
+		}
+	}
+	return compiled, refused
+}
+
+func describeSource(s Source) string {
+	if s.Namespace == "" {
+		return s.Kind + " " + s.Name
+	}
+	return s.Kind + " " + s.Namespace + "/" + s.Name
 }
