@@ -599,3 +599,65 @@ func TestFilterDynamic(t *testing.T) {
 		t.Error("Has does not follow the set")
 	}
 }
+
+// TestTwoReplicas: two controllers over the same API, as two replicas run,
+// pass in turn; once in step, neither writes, and the second's first pass
+// after the first one's writes nothing at all.
+func TestTwoReplicas(t *testing.T) {
+	f := newFixture(t, nil, preset("team", "ok-env"), preset("team", "refused"))
+	ctx := f.start(t)
+	other, err := New(Options{Kube: f.kube, Settings: f.settings, Dynamic: f.dynamic, Policies: NewPolicyInformers(f.kube), Compile: fakeCompile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.start(ctx.Done())
+	for _, inf := range other.policies {
+		go inf.Run(ctx.Done())
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), other.synced...) {
+		t.Fatal("the second replica's caches never synced")
+	}
+	otherCaughtUp := func() {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			for _, c := range []*Controller{f.ctrl, other} {
+				for i, inf := range c.policies {
+					if len(inf.GetStore().List()) != len(f.ctrl.policies[i].GetStore().List()) {
+						return false, nil
+					}
+				}
+				p, err := c.podPresets.PodPresets("team").Get("ok-env")
+				if err != nil {
+					return false, nil
+				}
+				want, err := f.settings.Tracker().Get(settingsv1alpha1.SchemeGroupVersion.WithResource("podpresets"), "team", "ok-env")
+				if err != nil || p.ResourceVersion != want.(metav1.Object).GetResourceVersion() {
+					return false, err
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			t.Fatalf("the replicas' caches did not catch up: %v", err)
+		}
+	}
+	// The first replica brings everything in step.
+	for range 3 {
+		if err := f.ctrl.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		f.caughtUp(t, ctx)
+	}
+	otherCaughtUp()
+	before := f.writes()
+	for range 3 {
+		for _, c := range []*Controller{other, f.ctrl} {
+			if err := c.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if wrote := f.writes() - before; wrote != 0 {
+		t.Errorf("the replicas wrote %d times once in step, want none", wrote)
+	}
+}

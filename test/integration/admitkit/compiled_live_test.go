@@ -172,6 +172,38 @@ func TestCompiledLive(t *testing.T) {
 		t.Errorf("the webhook applied %v preset(s) to the uncompiled preset's pod, want 1", after-before)
 	}
 
+	// A second replica beside the first, as the Deployment runs two,
+	// compiles the same set from the same objects: its passes write
+	// nothing, neither the policies nor the presets' annotations.
+	policy, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().Get(ctx, "admitkit-podpresets", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcfg := webhookConfig("compiled-live-2")
+	rcfg.Args = wcfg.Args
+	replica, err := framework.StartWebhookReplica(srv, rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(replica.Kill)
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return webhookSample(t, replica, `admitkit_policysync_syncs_total{result="success"}`) >= 1 &&
+			webhookSample(t, replica, "admitkit_policysync_carried_sources") == 1, nil
+	})
+	if err != nil {
+		t.Fatalf("the second replica did not compile the set and leave it to the policies: %v", err)
+	}
+	after, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().Get(ctx, "admitkit-podpresets", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != policy.ResourceVersion {
+		t.Errorf("the second replica wrote the policy (resourceVersion %s, was %s)", after.ResourceVersion, policy.ResourceVersion)
+	}
+	if p := annotated("compiled", "env", "true", ""); p.ResourceVersion != compiledNow.ResourceVersion {
+		t.Errorf("the second replica wrote the preset (resourceVersion %s, was %s)", p.ResourceVersion, compiledNow.ResourceVersion)
+	}
+
 	// An edit follows: the next pods get the new value, once.
 	edit := annotated("compiled", "env", "true", "")
 	edit.Spec.Env[0].Value = "qux"
