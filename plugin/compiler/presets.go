@@ -78,6 +78,12 @@ func (p *presetIn) rejects() bool {
 	return p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyReject
 }
 
+// yields is true of a PodWins preset, whose items give way to any item
+// with a key of theirs.
+func (p *presetIn) yields() bool {
+	return p.spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyPodWins
+}
+
 // compilePresets compiles src's PodPresets and ClusterPodPresets into r:
 // one MutatingAdmissionPolicy that applies them as the plugin does and,
 // when a compiled preset's conflictPolicy is Reject, one
@@ -86,6 +92,17 @@ func (p *presetIn) rejects() bool {
 // that can apply to the same pod as a refused enforced one: the plugin
 // applies a pod's presets all or none, which a split between the policy and
 // the plugin could not keep.
+//
+// The policies give the pod the webhook host gives, which differs from
+// the plugin inside kube-apiserver in the same ways: both run after
+// ServiceAccount admission, so the kube-api-access volume comes before
+// the presets' volumes, and a preset mounting at its path conflicts with
+// its mount. Beyond the webhook host's differences: the refusal and the
+// warning carry kube-apiserver's prefix naming the policy and binding
+// before the plugin's text; no PodPresetConflict Event and no plugin
+// metrics are written (a policy cannot); and the refusal and the warning
+// are decided on the pod as mutation left it, so a mutating webhook that
+// changes a preset's item after the policy ran changes them.
 func compilePresets(src Sources, r *Result) {
 	presets, refused := collectPresets(src)
 	var enforced []*presetIn
@@ -108,18 +125,36 @@ func compilePresets(src Sources, r *Result) {
 	for p, errs := range rejectRefusals(enforced) {
 		own[p] = append(own[p], errs...)
 	}
-	compiled, refused := keepApart(enforced, own, refused)
-	r.Refused = append(r.Refused, refused...)
-	if len(compiled) == 0 {
-		return
+	var policy presetPolicy
+	var compiled []*presetIn
+	var kept []Refusal
+	for {
+		compiled, kept = keepApart(enforced, own, refused)
+		if len(compiled) == 0 {
+			r.Refused = append(r.Refused, kept...)
+			return
+		}
+		var tooLong map[*presetIn][]*field.Path
+		if policy, tooLong = buildPresetPolicy(compiled); len(tooLong) == 0 {
+			break
+		}
+		// Each round refuses at least one more preset: it ends.
+		for p, paths := range tooLong {
+			for _, path := range paths {
+				own[p] = append(own[p], field.Forbidden(path, fmt.Sprintf(
+					"a PodWins mount whose name or path too many other PodWins mounts share, in chains: its condition would pass %d bytes", maxCondition)))
+			}
+		}
 	}
-	policy := buildPresetPolicy(compiled)
+	r.Refused = append(r.Refused, kept...)
 	r.MutatingPolicies = append(r.MutatingPolicies, policy.mutating)
 	r.MutatingBindings = append(r.MutatingBindings, policy.mutatingBinding)
 	if policy.validating != nil {
 		r.ValidatingPolicies = append(r.ValidatingPolicies, *policy.validating)
 		r.ValidatingBindings = append(r.ValidatingBindings, *policy.validatingBinding)
 	}
+	r.ValidatingPolicies = append(r.ValidatingPolicies, *policy.warning)
+	r.ValidatingBindings = append(r.ValidatingBindings, *policy.warningBinding)
 	for _, p := range compiled {
 		r.Compiled = append(r.Compiled, p.src)
 	}
@@ -172,12 +207,14 @@ func presetRefusal(p *presetIn) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	switch p.spec.ConflictPolicy {
-	case "", settingsv1alpha1.ConflictPolicySkipAll, settingsv1alpha1.ConflictPolicyReject:
+	case "", settingsv1alpha1.ConflictPolicySkipAll, settingsv1alpha1.ConflictPolicyReject, settingsv1alpha1.ConflictPolicyPodWins:
 	default:
-		// PodWins and PresetWins items are merged in phases and then put
-		// back in preset order, which the compiler does not express yet.
+		// PresetWins items take the place of the pod's first item with a
+		// key of theirs and drop the pod's further ones, which JSON Patch
+		// indexes computed in CEL could express but the compiler does not
+		// yet.
 		errs = append(errs, field.NotSupported(spec.Child("conflictPolicy"), p.spec.ConflictPolicy,
-			[]string{string(settingsv1alpha1.ConflictPolicySkipAll), string(settingsv1alpha1.ConflictPolicyReject)}))
+			[]string{string(settingsv1alpha1.ConflictPolicySkipAll), string(settingsv1alpha1.ConflictPolicyPodWins), string(settingsv1alpha1.ConflictPolicyReject)}))
 	}
 	if _, err := celSelector(&p.spec.Selector, "variables.labels"); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("selector"), p.spec.Selector, err.Error()))
@@ -197,7 +234,7 @@ func presetRefusal(p *presetIn) field.ErrorList {
 
 // rejectRefusals refuses each Reject preset that shares an item's key with
 // another item it can meet on a pod: its own, or another enforced preset's
-// that can apply to the same pods. Whether a conflict between two presets
+// that can apply to the same pods and is not PodWins. Whether a conflict between two presets
 // refuses the pod, and how the refusal names it, depends on which item the
 // plugin merged first, which the compiled policy does not follow; a Reject
 // preset whose keys are its own conflicts only with the pod.
@@ -218,7 +255,9 @@ func rejectRefusals(enforced []*presetIn) map[*presetIn]field.ErrorList {
 			}
 		}
 		for qi, q := range enforced {
-			if q == p || !meet(p, q) {
+			// A PodWins item is merged after every other and gives way:
+			// a Reject item never meets it.
+			if q == p || q.yields() || !meet(p, q) {
 				continue
 			}
 			theirs := familiesOf(q, qi)

@@ -113,14 +113,21 @@ func TestPresetPolicies(t *testing.T) {
 				t.Fatalf("want one mutating policy and its binding, got %s", dump(t, r))
 			}
 			compiles(t, &r.MutatingPolicies[0])
-			if got := len(r.ValidatingPolicies) == 1 && len(r.ValidatingBindings) == 1; got != tt.wantValidating {
-				t.Fatalf("validating policy made: %v, want %v: %s", got, tt.wantValidating, dump(t, r))
-			}
+			// The warning of conflicts, and the refusal of Reject presets.
+			want := []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}
 			if tt.wantValidating {
-				if want := []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}; !cmp.Equal(r.ValidatingBindings[0].Spec.ValidationActions, want) {
-					t.Errorf("validation actions %v, want %v", r.ValidatingBindings[0].Spec.ValidationActions, want)
+				want = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny, admissionregistrationv1.Warn}
+			}
+			var got []admissionregistrationv1.ValidationAction
+			for i, b := range r.ValidatingBindings {
+				got = append(got, b.Spec.ValidationActions...)
+				if b.Spec.PolicyName != r.ValidatingPolicies[i].Name {
+					t.Errorf("binding %s binds %s, want %s", b.Name, b.Spec.PolicyName, r.ValidatingPolicies[i].Name)
 				}
-				validates(t, &r.ValidatingPolicies[0])
+				validates(t, &r.ValidatingPolicies[i])
+			}
+			if !cmp.Equal(got, want) || len(r.ValidatingPolicies) != len(want) {
+				t.Fatalf("validation actions %v, want %v: %s", got, want, dump(t, r))
 			}
 		})
 	}
@@ -208,9 +215,9 @@ func TestPresetRefusals(t *testing.T) {
 		wantRefused  map[string]string // "Kind namespace/name" to a part of its refusal
 		wantCompiled int
 	}{{
-		name:        "PodWins is not compiled",
-		src:         compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{withPolicy(database(), settingsv1alpha1.ConflictPolicyPodWins)}},
-		wantRefused: map[string]string{"PodPreset shop/database": `spec.conflictPolicy: Unsupported value: "PodWins"`},
+		name:        "PresetWins is not compiled",
+		src:         compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{withPolicy(database(), settingsv1alpha1.ConflictPolicyPresetWins)}},
+		wantRefused: map[string]string{"PodPreset shop/database": `spec.conflictPolicy: Unsupported value: "PresetWins"`},
 	}, {
 		name: "a preset in Warn mode is refused alone",
 		src:  compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{database(), warned}},
@@ -233,10 +240,10 @@ func TestPresetRefusals(t *testing.T) {
 		name: "a refused cluster preset takes every preset with it",
 		src: compiler.Sources{
 			PodPresets:        []settingsv1alpha1.PodPreset{database(), renamed(database(), "other", "database")},
-			ClusterPodPresets: []settingsv1alpha1.ClusterPodPreset{clusterPreset("proxy", settingsv1alpha1.ConflictPolicyPodWins)},
+			ClusterPodPresets: []settingsv1alpha1.ClusterPodPreset{clusterPreset("proxy", settingsv1alpha1.ConflictPolicyPresetWins)},
 		},
 		wantRefused: map[string]string{
-			"ClusterPodPreset /proxy":  `spec.conflictPolicy: Unsupported value: "PodWins"`,
+			"ClusterPodPreset /proxy":  `spec.conflictPolicy: Unsupported value: "PresetWins"`,
 			"PodPreset shop/database":  "can apply to the same pods as ClusterPodPreset proxy",
 			"PodPreset other/database": "can apply to the same pods as ClusterPodPreset proxy",
 		},
@@ -255,6 +262,11 @@ func TestPresetRefusals(t *testing.T) {
 			"PodPreset shop/port":     `spec.env[0]: Forbidden: name is also the name of PodPreset "database"'s spec.env[0]`,
 			"PodPreset shop/database": "can apply to the same pods as PodPreset shop/port",
 		},
+	}, {
+		name: "a Reject preset sharing a key with a PodWins preset, which gives way to it",
+		src: compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{withPolicy(database(), settingsv1alpha1.ConflictPolicyPodWins),
+			withPolicy(sharing, settingsv1alpha1.ConflictPolicyReject)}},
+		wantCompiled: 2,
 	}, {
 		name: "a Reject preset whose keys are its own",
 		src: compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{withPolicy(database(), settingsv1alpha1.ConflictPolicyReject),

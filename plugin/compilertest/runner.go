@@ -24,10 +24,12 @@ package compilertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
@@ -52,6 +55,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/admitkit/admitkit/plugin/compiler"
 	"github.com/admitkit/admitkit/plugin/webhook/offline/defaults"
@@ -60,7 +64,8 @@ import (
 // Runner admits objects through one compiler.Result's policies and
 // bindings. It is safe for concurrent use; Close stops it.
 type Runner struct {
-	// User is the requester every request names (request.userInfo in CEL).
+	// User is the requester every request names (request.userInfo in CEL);
+	// set it before the first Admit.
 	User user.Info
 
 	scheme           *runtime.Scheme
@@ -90,6 +95,9 @@ func New(result compiler.Result, namespaces ...*corev1.Namespace) (*Runner, erro
 func start(result compiler.Result, register func(*admission.Plugins, *runtime.Scheme), client func(*fake.Clientset) kubernetes.Interface, namespaces []*corev1.Namespace) (*Runner, error) {
 	if err := checkExpressions(result); err != nil {
 		return nil, fmt.Errorf("compilertest: %w", err)
+	}
+	if err := refuseParams(result); err != nil {
+		return nil, err
 	}
 	// The scheme that defaults as kube-apiserver 1.37 does. It defaults
 	// the policies and bindings as kube-apiserver stores them, and the
@@ -129,6 +137,29 @@ func start(result compiler.Result, register func(*admission.Plugins, *runtime.Sc
 		stop:             stop,
 	}
 
+	// The plugins wait for their informers in steps of 100 ms; started and
+	// synced here first, the informers are ready when the plugins first
+	// look, which saves each Runner that wait.
+	informersUsed := []cache.SharedIndexInformer{
+		factory.Core().V1().Namespaces().Informer(),
+		factory.Admissionregistration().V1().MutatingAdmissionPolicies().Informer(),
+		factory.Admissionregistration().V1().MutatingAdmissionPolicyBindings().Informer(),
+		factory.Admissionregistration().V1().ValidatingAdmissionPolicies().Informer(),
+		factory.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Informer(),
+	}
+	factory.Start(stop)
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		for _, informer := range informersUsed {
+			if !informer.HasSynced() {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("compilertest: the informers of policies, bindings and namespaces did not sync: %w", err)
+	}
+
 	plugins := admission.NewPlugins()
 	register(plugins, scheme)
 	validating.Register(plugins)
@@ -148,18 +179,29 @@ func start(result compiler.Result, register func(*admission.Plugins, *runtime.Sc
 	// and validates each plugin and wraps the chain in the reinvoker.
 	chain, err := plugins.NewFromPlugins([]string{mutating.PluginName, validating.PluginName}, noConfig{}, pluginInitializer, nil)
 	if err != nil {
-		close(stop)
+		r.Close()
 		return nil, fmt.Errorf("compilertest: admission chain: %w", err)
 	}
 	r.chain = chain
-	factory.Start(stop)
-	for typ, synced := range factory.WaitForCacheSync(stop) {
-		if !synced {
-			r.Close()
-			return nil, fmt.Errorf("compilertest: informer for %v did not sync", typ)
+	return r, nil
+}
+
+// refuseParams refuses policies with a paramKind: a Runner holds no
+// parameter objects, so their bindings could only fail or be skipped, and
+// the compiler writes none.
+func refuseParams(result compiler.Result) error {
+	var errs []error
+	for _, p := range result.MutatingPolicies {
+		if p.Spec.ParamKind != nil {
+			errs = append(errs, fmt.Errorf("compilertest: MutatingAdmissionPolicy %s: spec.paramKind: parameters are not supported", p.Name))
 		}
 	}
-	return r, nil
+	for _, p := range result.ValidatingPolicies {
+		if p.Spec.ParamKind != nil {
+			errs = append(errs, fmt.Errorf("compilertest: ValidatingAdmissionPolicy %s: spec.paramKind: parameters are not supported", p.Name))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Close stops the Runner's informers and plugins.
@@ -178,8 +220,9 @@ func (r *Runner) Close() {
 // annotations (Audit actions and auditAnnotations), or the refusal.
 // obj is not changed. As kube-apiserver decodes a request body, obj is
 // defaulted before admission; an empty metadata.namespace takes namespace.
-// An update's old object is obj as given, before defaulting: use AdmitUpdate
-// to name another.
+// An update's old object is obj itself (an update that changes nothing);
+// AdmitUpdate names another. The old object is defaulted too, as
+// kube-apiserver stored it.
 func (r *Runner) Admit(ctx context.Context, obj runtime.Object, operation admission.Operation, namespace string) (runtime.Object, []string, map[string]string, error) {
 	var old runtime.Object
 	if operation == admission.Update {
@@ -220,6 +263,7 @@ func (r *Runner) admit(ctx context.Context, obj, old runtime.Object, operation a
 		if oldIn, _, _, err = r.typed(old); err != nil {
 			return nil, nil, nil, err
 		}
+		r.scheme.Default(oldIn)
 	}
 	mapping, err := r.restMapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
@@ -246,6 +290,9 @@ func (r *Runner) admit(ctx context.Context, obj, old runtime.Object, operation a
 		}
 	}
 	r.scheme.Default(in)
+	if oldAccessor, err := meta.Accessor(oldIn); err == nil && oldAccessor.GetNamespace() == "" {
+		oldAccessor.SetNamespace(accessor.GetNamespace())
+	}
 
 	attrs := &recordingAttributes{Attributes: admission.NewAttributesRecord(in, oldIn, gvk, namespace, accessor.GetName(),
 		mapping.Resource, "", operation, options, false, r.User)}
@@ -278,7 +325,9 @@ func (r *Runner) admit(ctx context.Context, obj, old runtime.Object, operation a
 
 // typed returns a copy of obj as the typed object kube-apiserver's
 // admission sees for a built-in kind (it never sees one unstructured), its
-// kind, and whether obj was unstructured.
+// kind, and whether obj was unstructured. An unknown field is an error
+// (kube-apiserver would drop it with a warning): a test should not pass on
+// a field that never reached the policies.
 func (r *Runner) typed(obj runtime.Object) (runtime.Object, schema.GroupVersionKind, bool, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		gvk := u.GroupVersionKind()

@@ -401,3 +401,29 @@ func TestUnstructuredPod(t *testing.T) {
 		}
 	}
 }
+
+// An update is admitted with its old object: a policy on UPDATE sees both.
+func TestUpdateSeesOldObject(t *testing.T) {
+	keep := validatingPolicy("keep-containers", admissionregistrationv1.Validation{
+		Expression: `size(object.spec.containers) == size(oldObject.spec.containers)`,
+		Message:    "containers may not be added or removed",
+	})
+	keep.Spec.MatchConstraints.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Update}
+	r := newRunner(t, compiler.Result{
+		ValidatingPolicies: []admissionregistrationv1.ValidatingAdmissionPolicy{keep},
+		ValidatingBindings: []admissionregistrationv1.ValidatingAdmissionPolicyBinding{validatingBinding("keep-containers", admissionregistrationv1.Deny)},
+	}, namespace("default", nil))
+
+	old := pod(nil)
+	grown := pod(nil)
+	grown.Spec.Containers = append(grown.Spec.Containers, corev1.Container{Name: "extra", Image: "registry.example/extra:1.0"})
+	if _, _, _, err := r.AdmitUpdate(context.Background(), grown, old, "default"); err == nil || !strings.Contains(err.Error(), "containers may not be added or removed") {
+		t.Errorf("AdmitUpdate adding a container: error %v, want the Deny refusal", err)
+	}
+	if _, _, _, err := r.Admit(context.Background(), old, admission.Update, "default"); err != nil {
+		t.Errorf("Admit of an update that changes nothing: %v", err)
+	}
+	if _, _, _, err := r.Admit(context.Background(), grown, admission.Create, "default"); err != nil {
+		t.Errorf("Admit of a create, which the policy does not match: %v", err)
+	}
+}

@@ -159,3 +159,14 @@ func TestApplyConfigurationRefusesAtomicLists(t *testing.T) {
 		t.Errorf("Admit: error %v, want the atomic args of both containers refused", err)
 	}
 }
+
+// A Runner holds no parameter objects: New refuses a policy with a
+// paramKind rather than run it without its parameters.
+func TestNewRefusesParamKind(t *testing.T) {
+	p := mutatingPolicy("with-params", applyConfiguration(alwaysPull))
+	p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+	_, err := compilertest.New(compiler.Result{MutatingPolicies: []admissionregistrationv1.MutatingAdmissionPolicy{p}})
+	if err == nil || !strings.Contains(err.Error(), "MutatingAdmissionPolicy with-params: spec.paramKind") {
+		t.Errorf("New: error %v, want with-params refused for its paramKind", err)
+	}
+}
