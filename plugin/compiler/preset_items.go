@@ -124,23 +124,27 @@ func fieldIs(name, value string) func(string) string {
 }
 
 // envFromKey is the plugin's key of an envFrom source: everything but
-// optional.
+// optional, as one string (quoted parts, which no two keys share).
 func envFromKey(e *corev1.EnvFromSource) string {
-	var configMap, secret string
+	prefix, configMap, secret := envFromKeyParts(e)
+	return celStrings([]string{prefix, configMap, secret})
+}
+
+func envFromKeyParts(e *corev1.EnvFromSource) (prefix, configMap, secret string) {
 	if e.ConfigMapRef != nil {
 		configMap = e.ConfigMapRef.Name
 	}
 	if e.SecretRef != nil {
 		secret = e.SecretRef.Name
 	}
-	return strings.Join([]string{e.Prefix, configMap, secret}, "\x00")
+	return e.Prefix, configMap, secret
 }
 
 func envFromIs(e *corev1.EnvFromSource) func(string) string {
-	parts := strings.Split(envFromKey(e), "\x00")
+	prefix, configMap, secret := envFromKeyParts(e)
 	return func(x string) string {
 		return fmt.Sprintf("(%[1]s.?prefix.orValue(\"\") == %[2]s && %[1]s.?configMapRef.?name.orValue(\"\") == %[3]s && %[1]s.?secretRef.?name.orValue(\"\") == %[4]s)",
-			x, celString(parts[0]), celString(parts[1]), celString(parts[2]))
+			x, celString(prefix), celString(configMap), celString(secret))
 	}
 }
 

@@ -17,6 +17,7 @@ limitations under the License.
 package compiler_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -37,11 +38,11 @@ import (
 	"github.com/admitkit/admitkit/plugin/compiler"
 )
 
-func dump(t *testing.T, v any) string {
-	t.Helper()
+// dump is v as YAML, for a failure's message.
+func dump(v any) string {
 	out, err := yaml.Marshal(v)
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Sprintf("%#v (%v)", v, err)
 	}
 	return "\n" + string(out)
 }
@@ -110,7 +111,7 @@ func TestPresetPolicies(t *testing.T) {
 				t.Errorf("compiled (-want +got):\n%s", diff)
 			}
 			if len(r.MutatingPolicies) != 1 || len(r.MutatingBindings) != 1 || r.MutatingBindings[0].Spec.PolicyName != r.MutatingPolicies[0].Name {
-				t.Fatalf("want one mutating policy and its binding, got %s", dump(t, r))
+				t.Fatalf("want one mutating policy and its binding, got %s", dump(r))
 			}
 			compiles(t, &r.MutatingPolicies[0])
 			// The warning of conflicts, and the refusal of Reject presets.
@@ -127,7 +128,7 @@ func TestPresetPolicies(t *testing.T) {
 				validates(t, &r.ValidatingPolicies[i])
 			}
 			if !cmp.Equal(got, want) || len(r.ValidatingPolicies) != len(want) {
-				t.Fatalf("validation actions %v, want %v: %s", got, want, dump(t, r))
+				t.Fatalf("validation actions %v, want %v: %s", got, want, dump(r))
 			}
 		})
 	}
