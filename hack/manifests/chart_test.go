@@ -310,6 +310,23 @@ func TestChartValues(t *testing.T) {
 	}
 }
 
+// compilePolicies turns the compiled-policies mode on, whatever the
+// certificate's source; its RBAC is there either way (TestChartIsTheManifests).
+func TestChartCompilePolicies(t *testing.T) {
+	for _, values := range [][]string{
+		{"--set", "compilePolicies=true"},
+		{"--set", "compilePolicies=true,certificates.source=certManager"},
+	} {
+		in := typedInstall(t, render(t, values...))
+		if !slices.Contains(in.deployment.Spec.Template.Spec.Containers[0].Args, "--compile-policies") {
+			t.Errorf("%v: args %v lack --compile-policies", values, in.deployment.Spec.Template.Spec.Containers[0].Args)
+		}
+	}
+	if in := typedInstall(t, render(t)); slices.Contains(in.deployment.Spec.Template.Spec.Containers[0].Args, "--compile-policies") {
+		t.Error("the mode is on by default")
+	}
+}
+
 // With cert-manager, the server reads the Certificate's Secret and
 // cert-manager's CA injector writes caBundle; with a given Secret, the
 // server writes its ca.crt. Only the self-managed certificate needs the

@@ -30,8 +30,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/admitkit/admitkit/plugin"
+	"github.com/admitkit/admitkit/plugin/compiler"
 	"github.com/admitkit/admitkit/plugin/webhook"
 	"github.com/admitkit/admitkit/plugin/webhook/podfields"
+	"github.com/admitkit/admitkit/plugin/webhook/policysync"
 	settingsadmission "github.com/admitkit/admitkit/registry/settings/admission"
 )
 
@@ -64,8 +66,17 @@ func (o *options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The plugins' clients: in the compiled-policies mode, without the
+	// presets and mutators the policies carry.
+	pluginClients := clients
+	var informers []webhook.InformerFactory
+	if o.CompilePolicies {
+		if pluginClients, informers, err = o.startCompiling(ctx, clients); err != nil {
+			return err
+		}
+	}
 	initializers, err := webhook.NewInitializers(webhook.InitializerConfig{
-		Clients:          clients,
+		Clients:          pluginClients,
 		Identity:         o.Identity,
 		FeatureGates:     o.FeatureGate,
 		EffectiveVersion: utilcompatibility.DefaultBuildEffectiveVersion(),
@@ -83,7 +94,7 @@ func (o *options) Run(ctx context.Context) error {
 		Enabled:      o.Plugins,
 		ConfigFile:   o.ConfigFile,
 		Initializers: initializers.Initializers,
-		Informers:    initializers.Informers,
+		Informers:    append(initializers.Informers, informers...),
 		Scheme:       webhook.NewScheme(),
 	})
 	if err != nil {
@@ -93,6 +104,35 @@ func (o *options) Run(ctx context.Context) error {
 	klog.InfoS("Serving admission webhooks", "plugins", host.Plugins(), "identity", o.Identity)
 	addr := net.JoinHostPort(o.BindAddress.String(), strconv.Itoa(o.SecurePort))
 	return webhook.Serve(ctx, addr, host.Handler(), cert.GetCertificate, o.ShutdownDelay)
+}
+
+// startCompiling runs the compiled-policies controller until ctx ends and
+// returns the plugins' clients, which leave out what the policies carry,
+// with the informer factory of the policies, which the host starts and
+// waits for before it is ready: a replica that has not yet seen the
+// policies would hand nothing over, which applies sources twice, never
+// misses one, but a ready replica should know.
+func (o *options) startCompiling(ctx context.Context, clients *webhook.Clients) (*webhook.Clients, []webhook.InformerFactory, error) {
+	policies := policysync.NewPolicyInformers(clients.Kube)
+	carried, err := policysync.NewCarried(policies, o.CompiledHandover)
+	if err != nil {
+		return nil, nil, err
+	}
+	controller, err := policysync.New(policysync.Options{
+		Kube:     clients.Kube,
+		Settings: clients.Settings,
+		Dynamic:  clients.Dynamic,
+		Policies: policies,
+		Compile:  compiler.Compile,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	go controller.Run(ctx)
+	filtered := *clients
+	filtered.Settings = policysync.FilterSettings(clients.Settings, carried)
+	filtered.Dynamic = policysync.FilterDynamic(clients.Dynamic, carried)
+	return &filtered, []webhook.InformerFactory{carried}, nil
 }
 
 // clientConfig is kubeconfig's, or the pod's service account's when

@@ -38,6 +38,7 @@ import (
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/podpreset"
 	"github.com/admitkit/admitkit/plugin/webhook/podfields"
+	"github.com/admitkit/admitkit/plugin/webhook/policysync"
 	"github.com/admitkit/admitkit/plugin/webhook/servingcert"
 	settingsadmission "github.com/admitkit/admitkit/registry/settings/admission"
 )
@@ -98,6 +99,11 @@ type options struct {
 	DryRunServiceAccount string
 	// Cert is the self-managed certificate's flags, or a given one's CA.
 	Cert servingcert.Flags
+	// CompilePolicies turns on the compiled-policies mode (package
+	// plugin/webhook/policysync); CompiledHandover is how long a source
+	// newly carried by the policies stays with the webhook too.
+	CompilePolicies  bool
+	CompiledHandover time.Duration
 
 	FeatureGate featuregate.MutableVersionedFeatureGate
 	Logs        *logsapi.LoggingConfiguration
@@ -128,6 +134,7 @@ func newOptions() (*options, error) {
 		// The server's own namespace, which its webhooks leave out.
 		DryRunNamespace:      podfields.DefaultNamespace,
 		DryRunServiceAccount: podfields.DefaultServiceAccount,
+		CompiledHandover:     policysync.DefaultHandover,
 		FeatureGate:          gate,
 		Logs:                 logsapi.NewLoggingConfiguration(),
 	}, nil
@@ -161,6 +168,9 @@ func (o *options) Flags() cliflag.NamedFlagSets {
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay-duration", o.ShutdownDelay, "On SIGTERM, how long /readyz fails while requests are still served, so that the Service stops sending new ones before the server stops.")
 	fs.StringVar(&o.DryRunNamespace, "dry-run-namespace", o.DryRunNamespace, "The namespace where a preset's env, envFrom, volumes and volumeMounts are checked by a server-side dry-run create of a pod holding them: the server's own, which its webhooks leave out, where it may create pods.")
 	fs.StringVar(&o.DryRunServiceAccount, "dry-run-service-account", o.DryRunServiceAccount, "The service account of that pod, one that exists in --dry-run-namespace: the server's own.")
+	compiled := fss.FlagSet("compiled policies")
+	compiled.BoolVar(&o.CompilePolicies, "compile-policies", o.CompilePolicies, "Compile PodPresets, ClusterPodPresets and Gatekeeper mutators into MutatingAdmissionPolicies (and ValidatingAdmissionPolicies) kept in step with them, which kube-apiserver (1.36 and later) applies in-process; the webhook plugins keep only what did not compile. Each source says which in its policies.admitkit.io/compiled annotation.")
+	compiled.DurationVar(&o.CompiledHandover, "compiled-handover-delay", o.CompiledHandover, "With --compile-policies: how long the webhook keeps applying a source after it first observes the whole policy set carrying it, while kube-apiserver's own policy informers catch up. A source is applied twice meanwhile, which changes nothing.")
 	o.Cert.AddFlags(fss.FlagSet("serving certificate"))
 	o.FeatureGate.AddFlag(fss.FlagSet("feature gates"))
 	logsapi.AddFlags(o.Logs, fss.FlagSet("logs"))
@@ -184,6 +194,9 @@ func (o *options) Validate() error {
 	}
 	if o.DryRunNamespace == "" || o.DryRunServiceAccount == "" {
 		errs = append(errs, errors.New("--dry-run-namespace and --dry-run-service-account must not be empty"))
+	}
+	if o.CompiledHandover < 0 {
+		errs = append(errs, fmt.Errorf("--compiled-handover-delay %v is negative", o.CompiledHandover))
 	}
 	if o.ShutdownDelay < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-delay-duration %v is negative", o.ShutdownDelay))

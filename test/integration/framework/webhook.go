@@ -55,6 +55,8 @@ type WebhookConfig struct {
 	Plugins []string
 	// Identity names its status entries, as a replica's pod name does.
 	Identity string
+	// Args are more flags (--compile-policies).
+	Args []string
 }
 
 // Webhook is admitkit's webhook server (`admitkit webhook`) running
@@ -223,7 +225,7 @@ func newWebhook(srv *Server, binary string, cfg WebhookConfig) (*Webhook, error)
 		dir:    dir,
 		caPEM:  certPEM,
 		binary: binary,
-		args: []string{
+		args: append([]string{
 			"webhook",
 			"--kubeconfig=" + filepath.Join(dir, "kubeconfig"),
 			"--bind-address=127.0.0.1",
@@ -233,7 +235,7 @@ func newWebhook(srv *Server, binary string, cfg WebhookConfig) (*Webhook, error)
 			"--admission-control-config-file=" + filepath.Join(dir, "admission-config.yaml"),
 			"--plugins=" + strings.Join(cfg.Plugins, ","),
 			"--identity=" + cfg.Identity,
-		},
+		}, cfg.Args...),
 	}, nil
 }
 
