@@ -38,6 +38,10 @@ type Sources struct {
 	// Mutators are decoded and validated by the LocationMutator's own
 	// decoder (mutation.Decode, mutation.DecodeJSON).
 	Mutators []*mutation.Mutator
+	// Held are mutators the plugin runs that are never compiled: the
+	// LocationMutator configuration's own. A compiled mutator whose order
+	// with one of them may matter is refused, and left to the plugin too.
+	Held []*mutation.Mutator
 }
 
 // Source names one object Compile read.

@@ -155,11 +155,11 @@ func selectorKeysOf(p *presetIn) []string {
 	return slices.Compact(keys)
 }
 
-// heldMutators are the mutators of src that the plugin runs though they did
-// not compile: all those refused, but those in a schema conflict, which
-// the plugin runs none of.
-func heldMutators(all []*mutation.Mutator, compiled []*compiledMutator, conflicts map[mutation.ID][]string) []*mutation.Mutator {
-	var held []*mutation.Mutator
+// heldMutators are the mutators the plugin runs though they are not
+// compiled: those held for it (src.Held), and those of all that did not
+// compile but for those in a schema conflict, which the plugin runs none of.
+func heldMutators(src Sources, all []*mutation.Mutator, compiled []*compiledMutator, conflicts map[mutation.ID][]string) []*mutation.Mutator {
+	held := slices.Clone(src.Held)
 	for _, m := range all {
 		if len(conflicts[m.ID()]) > 0 || slices.ContainsFunc(compiled, func(c *compiledMutator) bool { return c.m == m }) {
 			continue

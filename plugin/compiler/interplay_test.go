@@ -48,6 +48,8 @@ func TestMutatorsKeptApart(t *testing.T) {
 		name    string
 		presets bool
 		docs    []string
+		// held are the LocationMutator configuration's own mutators.
+		held []string
 		// refused are the mutators refused for meeting another, with the
 		// words their reason holds.
 		refused map[string]string
@@ -91,13 +93,21 @@ func TestMutatorsKeptApart(t *testing.T) {
 			assign("pull-always", "spec.containers[name: *].imagePullPolicy", "Always"),
 		},
 		refused: map[string]string{"mirror": "Assign/digest"},
+	}, {
+		name: "a mutator meeting one of the plugin's configuration",
+		docs: []string{
+			assign("pull-always", "spec.containers[name: *].imagePullPolicy", "Always"),
+			assign("grace", "spec.terminationGracePeriodSeconds", "10"),
+		},
+		held:    []string{assign("pull-never", "spec.containers[name: *].imagePullPolicy", "Never")},
+		refused: map[string]string{"pull-always": "Assign/pull-never"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var src compiler.Sources
 			if tc.presets {
 				src.PodPresets = []settingsv1alpha1.PodPreset{preset}
 			}
-			for _, doc := range tc.docs {
+			decode := func(doc string) *mutation.Mutator {
 				if !strings.HasPrefix(doc, "apiVersion:") {
 					doc = "apiVersion: mutations.gatekeeper.sh/v1\n" + doc
 				}
@@ -105,7 +115,13 @@ func TestMutatorsKeptApart(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				src.Mutators = append(src.Mutators, m)
+				return m
+			}
+			for _, doc := range tc.docs {
+				src.Mutators = append(src.Mutators, decode(doc))
+			}
+			for _, doc := range tc.held {
+				src.Held = append(src.Held, decode(doc))
 			}
 			r := compiler.Compile(src)
 			if tc.presets && !slices.Contains(r.Compiled, compiler.Source{Kind: "PodPreset", Namespace: "shop", Name: "proxy"}) {

@@ -87,7 +87,7 @@ func compileMutators(src Sources, r *Result) {
 		ok = append(ok, c)
 	}
 	ok = keepConverging(ok, r)
-	ok = keepMutatorsApart(ok, src, heldMutators(ms, ok, conflicts), r)
+	ok = keepMutatorsApart(ok, src, heldMutators(src, ms, ok, conflicts), r)
 	var enforced, warn, audit []*compiledMutator
 	for _, c := range ok {
 		id := c.m.ID()

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 
 	"k8s.io/apiserver/pkg/admission"
@@ -31,6 +32,8 @@ import (
 
 	"github.com/admitkit/admitkit/plugin"
 	"github.com/admitkit/admitkit/plugin/compiler"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 	"github.com/admitkit/admitkit/plugin/webhook"
 	"github.com/admitkit/admitkit/plugin/webhook/podfields"
 	"github.com/admitkit/admitkit/plugin/webhook/policysync"
@@ -113,6 +116,13 @@ func (o *options) Run(ctx context.Context) error {
 // policies would hand nothing over, which applies sources twice, never
 // misses one, but a ready replica should know.
 func (o *options) startCompiling(ctx context.Context, clients *webhook.Clients) (*webhook.Clients, []webhook.InformerFactory, error) {
+	// The LocationMutator configuration's own mutators run on the webhook
+	// whatever compiles: the compiler keeps apart from them what it
+	// compiles.
+	static, err := o.configuredMutators()
+	if err != nil {
+		return nil, nil, err
+	}
 	policies := policysync.NewPolicyInformers(clients.Kube)
 	carried, err := policysync.NewCarried(policies, o.CompiledHandover)
 	if err != nil {
@@ -123,7 +133,10 @@ func (o *options) startCompiling(ctx context.Context, clients *webhook.Clients) 
 		Settings: clients.Settings,
 		Dynamic:  clients.Dynamic,
 		Policies: policies,
-		Compile:  compiler.Compile,
+		Compile: func(src compiler.Sources) compiler.Result {
+			src.Held = static
+			return compiler.Compile(src)
+		},
 	})
 	if err != nil {
 		return nil, nil, err
@@ -133,6 +146,23 @@ func (o *options) startCompiling(ctx context.Context, clients *webhook.Clients) 
 	filtered.Settings = policysync.FilterSettings(clients.Settings, carried)
 	filtered.Dynamic = policysync.FilterDynamic(clients.Dynamic, carried)
 	return &filtered, []webhook.InformerFactory{carried}, nil
+}
+
+// configuredMutators are the mutators of the LocationMutator's own
+// configuration, when it is served.
+func (o *options) configuredMutators() ([]*mutation.Mutator, error) {
+	if o.ConfigFile == "" || !slices.Contains(o.Plugins, locationmutator.PluginName) {
+		return nil, nil
+	}
+	configs, err := webhook.ReadAdmissionConfiguration(o.Plugins, o.ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	r, err := configs.ConfigFor(locationmutator.PluginName)
+	if err != nil {
+		return nil, err
+	}
+	return locationmutator.ConfiguredMutators(r)
 }
 
 // clientConfig is kubeconfig's, or the pod's service account's when

@@ -110,3 +110,20 @@ func listItems(js []byte) ([]json.RawMessage, bool) {
 	}
 	return list.Items, true
 }
+
+// ConfiguredMutators returns the mutators of the plugin configuration r
+// (inline, and from the files it names) as the plugin takes them in, for a
+// host that must know what the plugin runs beside what it hands elsewhere
+// (the webhook server's compiled policies). A nil reader or an empty
+// document has none.
+func ConfiguredMutators(r io.Reader) ([]*mutation.Mutator, error) {
+	cfg, err := LoadConfiguration(r)
+	if err != nil || cfg == nil {
+		return nil, err
+	}
+	ms, err := newIngestion().load(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s configuration: %w", PluginName, err)
+	}
+	return ms, nil
+}

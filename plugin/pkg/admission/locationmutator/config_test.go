@@ -174,3 +174,25 @@ func TestConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// ConfiguredMutators gives what the plugin takes in, inline and from files,
+// and refuses what the plugin refuses.
+func TestConfiguredMutators(t *testing.T) {
+	ms, err := ConfiguredMutators(strings.NewReader(config(ownerLabel) + "mutatorFiles:\n- testdata/mutators.y*ml\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range ms {
+		ids = append(ids, m.ID().String())
+	}
+	if got := strings.Join(ids, ","); got != "AssignMetadata/owner,Assign/always-pull,AssignMetadata/owner-label,ModifySet/no-alsologtostderr,AssignImage/mirror" {
+		t.Fatalf("mutators %s", got)
+	}
+	if ms, err := ConfiguredMutators(nil); err != nil || ms != nil {
+		t.Fatalf("nil reader: %v, %v", ms, err)
+	}
+	if _, err := ConfiguredMutators(strings.NewReader(config(pullAlways) + "mutatorFiles:\n- testdata/missing.yaml\n")); err == nil {
+		t.Fatal("a missing file was taken")
+	}
+}
