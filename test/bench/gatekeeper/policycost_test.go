@@ -39,6 +39,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/environment"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/admitkit/admitkit/plugin/compiler"
 )
 
@@ -291,8 +293,83 @@ func TestCompiledPolicyCost(t *testing.T) {
 		deletePolicies(t, s, r)
 		waitForNoPolicies(t, s)
 	}
+	b.WriteString(budgetProbe(t, s, pods[0].pod, pods[len(pods)-1].pod))
 	fmt.Print(b.String())
 	t.Log(b.String())
+}
+
+// budgetProbe shows, on s, what kube-apiserver does with a policy whose
+// CEL grows with the cube of a pod's containers (not the compiler's: a
+// policy of this test's own): it accepts the policy, applies it to small,
+// a pod it fits, and on big, where the expression passes
+// celconfig.PerCallLimit, refuses the create (failurePolicy Fail) and
+// counts the mutation as an invalid_error, not as out_of_budget, which it
+// keeps for a mutation's budget of celconfig.RuntimeCELCostBudget.
+func budgetProbe(t *testing.T, s *stockServer, small, big *corev1.Pod) string {
+	t.Helper()
+	fail := admissionregistrationv1.Fail
+	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "budget-probe"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+				},
+			}}},
+			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
+			Mutations: []admissionregistrationv1.Mutation{{
+				PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: `Object{metadata: Object.metadata{labels: {"distinct": string(
+  object.spec.containers.all(a, object.spec.containers.all(b, object.spec.containers.all(c, a.name + b.name + c.name != ""))))}}}`},
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "budget-probe"},
+		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: "budget-probe"},
+	}
+	ctx := context.Background()
+	for _, o := range []client.Object{policy, binding} {
+		if err := s.objects.Create(ctx, o); err != nil {
+			t.Fatalf("kube-apiserver refused %T %s: %v", o, o.GetName(), err)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("\nbudget probe: a policy of cubic cost in the containers, accepted at creation\n")
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pod, err := s.client.CoreV1().Pods(latencyNamespace).Create(ctx, small.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && pod.Labels["distinct"] == "true", nil
+	})
+	if err != nil {
+		t.Fatalf("the budget probe never applied to %d containers: %v", len(small.Spec.Containers), err)
+	}
+	cost, err := evaluatePolicyCost(policy, small, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&b, "%d containers: applied, cost %d\n", len(small.Spec.Containers), cost.total())
+	before := policyOutcomes(t, s)
+	_, err = s.client.CoreV1().Pods(latencyNamespace).Create(ctx, big.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	after := policyOutcomes(t, s)
+	if err == nil {
+		t.Errorf("the budget probe: %d containers were admitted", len(big.Spec.Containers))
+	}
+	var outcomes []string
+	for outcome, n := range after[policy.Name] {
+		if d := n - before[policy.Name][outcome]; d > 0 {
+			outcomes = append(outcomes, fmt.Sprintf("%s %.0f", outcome, d))
+		}
+	}
+	slices.Sort(outcomes)
+	fmt.Fprintf(&b, "%d containers: %v; kube-apiserver counted %s\n", len(big.Spec.Containers), err, strings.Join(outcomes, ", "))
+	for _, o := range []client.Object{binding, policy} {
+		if err := s.objects.Delete(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.String()
 }
 
 // policyOutcomes is kube-apiserver's count of the mutations of each
