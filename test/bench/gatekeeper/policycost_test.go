@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,37 +157,41 @@ func evaluatePolicyCost(policy *admissionregistrationv1.MutatingAdmissionPolicy,
 	return cost, nil
 }
 
-// hundredMutators are ten copies of the ten mutators: copy 0 as the file
-// has them, copy k named <name>-k, and, where the location names a key of
-// its own (a label, an annotation, an env var), writing key-k or KEY_k, so
-// that the hundred write 46 places and the rest write the same places as
-// their copy 0, as a cluster's overlapping mutators do.
+// hundredMutators are the ten mutators and 90 more, copies in turn of the
+// four whose location names a key of its own (a label, an annotation, two
+// env vars), copy k named <name>-k and writing key-k or KEY_k: a hundred
+// mutators that write a hundred different places, as a set must for
+// plugin/compiler to put it in one policy (one that writes where another
+// reads would need Gatekeeper's second pass, which it refuses).
 func hundredMutators(ten []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
-	renames := []struct{ from, to string }{
-		{"metadata.labels.owner", "metadata.labels.owner-%d"},
-		{"metadata.annotations.mutated-by", "metadata.annotations.mutated-by-%d"},
-		{"env[name: CLUSTER]", "env[name: CLUSTER_%d]"},
-		{"env[name: NAMESPACE]", "env[name: NAMESPACE_%d]"},
+	keyed := []struct{ name, from, to string }{
+		{"owner", "metadata.labels.owner", "metadata.labels.owner-%d"},
+		{"mutated-by", "metadata.annotations.mutated-by", "metadata.annotations.mutated-by-%d"},
+		{"env-cluster", "env[name: CLUSTER]", "env[name: CLUSTER_%d]"},
+		{"env-namespace", "env[name: NAMESPACE]", "env[name: NAMESPACE_%d]"},
 	}
-	out := make([]*unstructured.Unstructured, 0, 10*len(ten))
-	for k := range 10 {
-		for _, m := range ten {
-			c := m.DeepCopy()
-			if k > 0 {
-				c.SetName(fmt.Sprintf("%s-%d", m.GetName(), k))
-				location, _, err := unstructured.NestedString(c.Object, "spec", "location")
-				if err != nil {
-					return nil, fmt.Errorf("%s %s: spec.location: %w", m.GetKind(), m.GetName(), err)
-				}
-				for _, r := range renames {
-					location = strings.ReplaceAll(location, r.from, fmt.Sprintf(r.to, k))
-				}
-				if err := unstructured.SetNestedField(c.Object, location, "spec", "location"); err != nil {
-					return nil, err
-				}
-			}
-			out = append(out, c)
+	byName := map[string]*unstructured.Unstructured{}
+	for _, m := range ten {
+		byName[m.GetName()] = m
+	}
+	out := slices.Clone(ten)
+	for j := range 100 - len(ten) {
+		kind, k := keyed[j%len(keyed)], j/len(keyed)+1
+		m, ok := byName[kind.name]
+		if !ok {
+			return nil, fmt.Errorf("no mutator %s in %s", kind.name, tenMutatorsFile)
 		}
+		c := m.DeepCopy()
+		c.SetName(fmt.Sprintf("%s-%d", kind.name, k))
+		location, _, err := unstructured.NestedString(c.Object, "spec", "location")
+		if err != nil || !strings.Contains(location, kind.from) {
+			return nil, fmt.Errorf("%s %s: spec.location %q does not name %s: %v", m.GetKind(), m.GetName(), location, kind.from, err)
+		}
+		location = strings.ReplaceAll(location, kind.from, fmt.Sprintf(kind.to, k))
+		if err := unstructured.SetNestedField(c.Object, location, "spec", "location"); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
 	}
 	return out, nil
 }
@@ -235,6 +240,7 @@ func TestCompiledPolicyCost(t *testing.T) {
 		{"10 containers, 10 env, 10 args", sizedPod(10, 10, 10)},
 		{"100 containers, 20 env, 20 args", sizedPod(100, 20, 20)},
 		{"300 containers, 50 env, 50 args", sizedPod(300, 50, 50)},
+		{"300 containers, 100 env (1 MB)", sizedPod(300, 100, 0)},
 	}
 	bins := buildBinaries(t)
 	s := startStock(t, bins)
@@ -246,7 +252,7 @@ func TestCompiledPolicyCost(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nCEL cost per pod create of each compiled policy; budgets: matchConditions %d, each mutation %d, each expression %d\n",
 		celconfig.RuntimeCELCostBudgetMatchConditions, celconfig.RuntimeCELCostBudget, celconfig.PerCallLimit)
-	b.WriteString("| set | policy | mutations | pod | matchConditions | costliest mutation | all mutations | kube-apiserver's count of its mutations |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| set | policy | mutations | pod | matchConditions | costliest mutation | all mutations | kube-apiserver's count of its mutations | the dry-run create took |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, set := range []struct {
 		name     string
 		mutators []*unstructured.Unstructured
@@ -265,9 +271,11 @@ func TestCompiledPolicyCost(t *testing.T) {
 			before := policyOutcomes(t, s)
 			pod := p.pod.DeepCopy()
 			pod.Namespace = latencyNamespace
+			start := time.Now()
 			if _, err := s.client.CoreV1().Pods(latencyNamespace).Create(context.Background(), pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 				t.Errorf("%s: a dry-run create of %s: %v", set.name, p.name, err)
 			}
+			took := time.Since(start)
 			after := policyOutcomes(t, s)
 			for i := range r.MutatingPolicies {
 				policy := &r.MutatingPolicies[i]
@@ -281,13 +289,15 @@ func TestCompiledPolicyCost(t *testing.T) {
 					}
 				}
 				slices.Sort(outcomes)
-				cost, err := evaluatePolicyCost(policy, pod, ns)
-				if err != nil {
+				match, costliest, all := "-", "-", "-"
+				if cost, err := evaluatePolicyCost(policy, pod, ns); err != nil {
 					t.Errorf("%s: %s: %v", set.name, p.name, err)
-					continue
+					costliest = "error: " + evaluationError(err)
+				} else {
+					match, costliest, all = strconv.FormatInt(cost.match, 10), strconv.FormatInt(cost.maxMutation(), 10), strconv.FormatInt(cost.total()-cost.match, 10)
 				}
-				fmt.Fprintf(&b, "| %s | %s | %d | %s | %d | %d | %d | %s |\n", set.name, policy.Name, len(policy.Spec.Mutations), p.name,
-					cost.match, cost.maxMutation(), cost.total()-cost.match, strings.Join(outcomes, ", "))
+				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", set.name, policy.Name, len(policy.Spec.Mutations), p.name,
+					match, costliest, all, strings.Join(outcomes, ", "), took.Round(time.Millisecond))
 			}
 		}
 		deletePolicies(t, s, r)
@@ -370,6 +380,16 @@ func budgetProbe(t *testing.T, s *stockServer, small, big *corev1.Pod) string {
 		}
 	}
 	return b.String()
+}
+
+// evaluationError is what an evaluation error says after the expression
+// it quotes, which can run to kilobytes.
+func evaluationError(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "resulted in error: "); i >= 0 {
+		return msg[i+len("resulted in error: "):]
+	}
+	return msg
 }
 
 // policyOutcomes is kube-apiserver's count of the mutations of each
