@@ -273,7 +273,7 @@ func TestCompiledPolicyCost(t *testing.T) {
 			pod.Namespace = latencyNamespace
 			start := time.Now()
 			if _, err := s.client.CoreV1().Pods(latencyNamespace).Create(context.Background(), pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
-				t.Errorf("%s: a dry-run create of %s: %v", set.name, p.name, err)
+				t.Errorf("%s: a dry-run create of %s: %s", set.name, p.name, evaluationError(err))
 			}
 			took := time.Since(start)
 			after := policyOutcomes(t, s)
@@ -291,8 +291,8 @@ func TestCompiledPolicyCost(t *testing.T) {
 				slices.Sort(outcomes)
 				match, costliest, all := "-", "-", "-"
 				if cost, err := evaluatePolicyCost(policy, pod, ns); err != nil {
-					t.Errorf("%s: %s: %v", set.name, p.name, err)
 					costliest = "error: " + evaluationError(err)
+					t.Errorf("%s: %s: policy %s: %s", set.name, p.name, policy.Name, costliest)
 				} else {
 					match, costliest, all = strconv.FormatInt(cost.match, 10), strconv.FormatInt(cost.maxMutation(), 10), strconv.FormatInt(cost.total()-cost.match, 10)
 				}
@@ -373,7 +373,11 @@ func budgetProbe(t *testing.T, s *stockServer, small, big *corev1.Pod) string {
 		}
 	}
 	slices.Sort(outcomes)
-	fmt.Fprintf(&b, "%d containers: %v; kube-apiserver counted %s\n", len(big.Spec.Containers), err, strings.Join(outcomes, ", "))
+	refusal := "admitted"
+	if err != nil {
+		refusal = "refused: " + evaluationError(err)
+	}
+	fmt.Fprintf(&b, "%d containers: %s; kube-apiserver counted %s\n", len(big.Spec.Containers), refusal, strings.Join(outcomes, ", "))
 	for _, o := range []client.Object{binding, policy} {
 		if err := s.objects.Delete(ctx, o); err != nil {
 			t.Fatal(err)
@@ -382,8 +386,8 @@ func budgetProbe(t *testing.T, s *stockServer, small, big *corev1.Pod) string {
 	return b.String()
 }
 
-// evaluationError is what an evaluation error says after the expression
-// it quotes, which can run to kilobytes.
+// evaluationError is what an evaluation error (in-process or kube-apiserver's
+// refusal) says after the expression it quotes, which can run to kilobytes.
 func evaluationError(err error) string {
 	msg := err.Error()
 	if i := strings.LastIndex(msg, "resulted in error: "); i >= 0 {
