@@ -108,17 +108,22 @@ func TestPodCreateLatency(t *testing.T) {
 	}
 	bins := buildBinaries(t)
 	mutators := readObjects(t, tenMutatorsFile)
-	// The first three are the comparison's (latencyTable divides the
-	// second's addition by the third's), the rest its floor.
-	none := &latencyScenario{name: "no webhook", problems: unmutated}
+	presets := benchPresets(t)
+	compiled := compileBench(t, mutators, presets)
+	// The first is the baseline the others' additions are measured from;
+	// admitkit's webhook, Gatekeeper's and the compiled policies are the
+	// comparison (latencyTable divides what admitkit's webhook and the
+	// compiled policies add by what Gatekeeper's adds), the rest its floor.
+	none := &latencyScenario{name: "no webhook, no policy", problems: unmutated}
 	admitkit := &latencyScenario{name: "admitkit: 5 presets, 10 mutators", problems: func(pod *corev1.Pod) []string {
 		return append(presetProblems(pod), mutationProblems(pod)...)
 	}}
 	gatekeeper := &latencyScenario{name: "Gatekeeper v3.23.1: 10 mutators", problems: mutationProblems}
+	policies := &latencyScenario{name: compiled.name(), problems: compiled.problems}
 	idle := &latencyScenario{name: "admitkit: nothing to apply", problems: unmutated}
 	allowing := &latencyScenario{name: "allowing webhook, HTTP/2", problems: unmutated}
 	allowing1 := &latencyScenario{name: "allowing webhook, HTTP/1.1", problems: unmutated}
-	scenarios := []*latencyScenario{none, admitkit, gatekeeper, idle, allowing, allowing1}
+	scenarios := []*latencyScenario{none, admitkit, gatekeeper, policies, idle, allowing, allowing1}
 	for _, s := range scenarios {
 		s.srv = startStock(t, bins)
 		createObjects(t, s.srv.objects, benchNamespace())
@@ -130,12 +135,22 @@ func TestPodCreateLatency(t *testing.T) {
 		s.probes = s.srv.apiserverProbes(podsHook, strings.TrimPrefix(url, "https://"))
 		s.probes[partServer] = admitkitServerProbe(url+"/metrics", ca)
 	}
-	createObjects(t, admitkit.srv.objects, append(slices.Clone(mutators), benchPresets(t)...))
+	createObjects(t, admitkit.srv.objects, append(slices.Clone(mutators), presets...))
 	webhookURL, metricsURL, manager := installGatekeeper(t, gatekeeper.srv, bins)
 	gatekeeper.webhook = manager
 	createObjects(t, gatekeeper.srv.objects, mutators)
 	gatekeeper.probes = gatekeeper.srv.apiserverProbes(gatekeeperHook, strings.TrimPrefix(webhookURL, "https://"))
 	gatekeeper.probes[partServer] = gatekeeperServerProbe(metricsURL)
+	bare, err := dryRunPod(context.Background(), policies.srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bareLacking := compiled.lacking(bare)
+	if !slices.Contains(bareLacking, true) {
+		t.Fatalf("%s: a pod has every mutation before the policies are installed", policies.name)
+	}
+	installPolicies(t, policies.srv, compiled.result)
+	policies.probes = policies.srv.policyProbes()
 	for _, s := range []*latencyScenario{allowing, allowing1} {
 		w := startAllowingWebhook(t, s == allowing)
 		installAdmitkitHooks(t, s.srv, w.url, w.ca)
@@ -148,7 +163,8 @@ func TestPodCreateLatency(t *testing.T) {
 	}
 	run.interleave(t, scenarios)
 	if run.measure {
-		table := latencyTable(scenarios, run) + latencySplit(scenarios)
+		table := latencyTable(scenarios, run, []latencyRatio{{admitkit, gatekeeper, 0.50}, {policies, gatekeeper, 0.25}}) +
+			latencySplit(scenarios) + policyChecks(t, policies.srv)
 		fmt.Print(table)
 		t.Log(table)
 	}
@@ -157,6 +173,7 @@ func TestPodCreateLatency(t *testing.T) {
 			s.profile(t, dir, profileSeconds)
 		}
 	}
+	compiled.remove(t, policies.srv, bareLacking)
 }
 
 // The webhooks pod creates go to: admitkit's of hack/manifests, and

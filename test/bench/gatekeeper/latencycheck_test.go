@@ -18,6 +18,7 @@ package gatekeeper
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -68,39 +69,103 @@ func presetProblems(pod *corev1.Pod) []string {
 	if applied != presetCount {
 		problems = append(problems, fmt.Sprintf("%d preset annotations, want %d", applied, presetCount))
 	}
+	for i := range presetCount {
+		problems = append(problems, presetEnvProblems(pod, i)...)
+	}
+	return problems
+}
+
+// presetAppliedProblems is what pod lacks of benchPresets' preset i: its
+// annotation and its env var.
+func presetAppliedProblems(pod *corev1.Pod, i int) []string {
+	key := fmt.Sprintf("%spodpreset-preset-%d", presetAnnotationPrefix, i)
+	problems := presetEnvProblems(pod, i)
+	if _, ok := pod.Annotations[key]; !ok {
+		problems = append(problems, "no annotation "+key)
+	}
+	return problems
+}
+
+// presetEnvProblems is what pod lacks of preset i's env var.
+func presetEnvProblems(pod *corev1.Pod, i int) []string {
+	var problems []string
 	for _, c := range pod.Spec.Containers {
-		for i := range presetCount {
-			if envValue(c, fmt.Sprintf("PRESET_%d", i)) != "yes" {
-				problems = append(problems, fmt.Sprintf("container %s lacks PRESET_%d", c.Name, i))
-			}
+		if envValue(c, fmt.Sprintf("PRESET_%d", i)) != "yes" {
+			problems = append(problems, fmt.Sprintf("container %s lacks PRESET_%d", c.Name, i))
 		}
 	}
 	return problems
+}
+
+// mutatorChecks says, for each mutator of ten-pod-mutators.yaml by name,
+// what pod lacks of its mutation, so that a scenario carrying only some
+// of them (what compiled) is checked for exactly those.
+var mutatorChecks = map[string]func(pod *corev1.Pod) []string{
+	"always-pull": eachContainer(func(c corev1.Container, _ *corev1.Pod) (bool, string) {
+		return c.ImagePullPolicy == corev1.PullAlways, fmt.Sprintf("container %s imagePullPolicy %s", c.Name, c.ImagePullPolicy)
+	}),
+	"owner": podCheck(func(pod *corev1.Pod) (bool, string) {
+		return pod.Labels["owner"] == "platform", fmt.Sprintf("label owner %q", pod.Labels["owner"])
+	}),
+	"non-root": podCheck(func(pod *corev1.Pod) (bool, string) {
+		sc := pod.Spec.SecurityContext
+		return sc != nil && sc.RunAsNonRoot != nil && *sc.RunAsNonRoot, fmt.Sprintf("spec.securityContext %v", sc)
+	}),
+	"env-cluster": eachContainer(func(c corev1.Container, _ *corev1.Pod) (bool, string) {
+		return envValue(c, "CLUSTER") == "prod-1", fmt.Sprintf("container %s env CLUSTER %q", c.Name, envValue(c, "CLUSTER"))
+	}),
+	"env-namespace": eachContainer(func(c corev1.Container, pod *corev1.Pod) (bool, string) {
+		return envValue(c, "NAMESPACE") == pod.Namespace, fmt.Sprintf("container %s env NAMESPACE %q", c.Name, envValue(c, "NAMESPACE"))
+	}),
+	"no-privilege-escalation": eachContainer(func(c corev1.Container, _ *corev1.Pod) (bool, string) {
+		csc := c.SecurityContext
+		return csc != nil && csc.AllowPrivilegeEscalation != nil && !*csc.AllowPrivilegeEscalation, fmt.Sprintf("container %s securityContext %v", c.Name, csc)
+	}),
+	"termination-grace": podCheck(func(pod *corev1.Pod) (bool, string) {
+		grace := pod.Spec.TerminationGracePeriodSeconds
+		return grace != nil && *grace == 30, fmt.Sprintf("terminationGracePeriodSeconds %v", grace)
+	}),
+	"no-alsologtostderr": eachContainer(func(c corev1.Container, _ *corev1.Pod) (bool, string) {
+		return !slices.Contains(c.Args, "--alsologtostderr"), fmt.Sprintf("container %s args %v", c.Name, c.Args)
+	}),
+	"mutated-by": podCheck(func(pod *corev1.Pod) (bool, string) {
+		return pod.Annotations["mutated-by"] == "locationmutator", fmt.Sprintf("annotation mutated-by %q", pod.Annotations["mutated-by"])
+	}),
+	"mirror": eachContainer(func(c corev1.Container, _ *corev1.Pod) (bool, string) {
+		return strings.HasPrefix(c.Image, "mirror.example.com/"), fmt.Sprintf("container %s image %s", c.Name, c.Image)
+	}),
+}
+
+// podCheck and eachContainer turn a test of the pod, or of each of its
+// containers, into a check: the test's message is the problem when it
+// fails.
+func podCheck(ok func(pod *corev1.Pod) (bool, string)) func(*corev1.Pod) []string {
+	return func(pod *corev1.Pod) []string {
+		if good, problem := ok(pod); !good {
+			return []string{problem}
+		}
+		return nil
+	}
+}
+
+func eachContainer(ok func(c corev1.Container, pod *corev1.Pod) (bool, string)) func(*corev1.Pod) []string {
+	return func(pod *corev1.Pod) []string {
+		var problems []string
+		for _, c := range pod.Spec.Containers {
+			if good, problem := ok(c, pod); !good {
+				problems = append(problems, problem)
+			}
+		}
+		return problems
+	}
 }
 
 // mutationProblems is what pod lacks of the ten mutators of
 // ten-pod-mutators.yaml.
 func mutationProblems(pod *corev1.Pod) []string {
 	var problems []string
-	want := func(ok bool, format string, args ...any) {
-		if !ok {
-			problems = append(problems, fmt.Sprintf(format, args...))
-		}
-	}
-	want(pod.Labels["owner"] == "platform", "label owner %q", pod.Labels["owner"])
-	want(pod.Annotations["mutated-by"] == "locationmutator", "annotation mutated-by %q", pod.Annotations["mutated-by"])
-	sc := pod.Spec.SecurityContext
-	want(sc != nil && sc.RunAsNonRoot != nil && *sc.RunAsNonRoot, "spec.securityContext %v", sc)
-	grace := pod.Spec.TerminationGracePeriodSeconds
-	want(grace != nil && *grace == 30, "terminationGracePeriodSeconds %v", grace)
-	for _, c := range pod.Spec.Containers {
-		want(c.ImagePullPolicy == corev1.PullAlways, "container %s imagePullPolicy %s", c.Name, c.ImagePullPolicy)
-		want(envValue(c, "CLUSTER") == "prod-1", "container %s env CLUSTER %q", c.Name, envValue(c, "CLUSTER"))
-		want(envValue(c, "NAMESPACE") == pod.Namespace, "container %s env NAMESPACE %q", c.Name, envValue(c, "NAMESPACE"))
-		csc := c.SecurityContext
-		want(csc != nil && csc.AllowPrivilegeEscalation != nil && !*csc.AllowPrivilegeEscalation, "container %s securityContext %v", c.Name, csc)
-		want(strings.HasPrefix(c.Image, "mirror.example.com/"), "container %s image %s", c.Name, c.Image)
-		want(!slices.Contains(c.Args, "--alsologtostderr"), "container %s args %v", c.Name, c.Args)
+	for _, name := range slices.Sorted(maps.Keys(mutatorChecks)) {
+		problems = append(problems, mutatorChecks[name](pod)...)
 	}
 	return problems
 }

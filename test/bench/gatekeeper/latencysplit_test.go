@@ -25,8 +25,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -41,14 +43,15 @@ import (
 type splitPart int
 
 const (
-	// partAdmission is kube-apiserver's MutatingAdmissionWebhook and
-	// ValidatingAdmissionWebhook plugins: choosing the webhooks (rules,
-	// selectors, matchConditions), calling them, and on a changed object
-	// the mutating one's second run.
+	// partAdmission is kube-apiserver's admission plugins of webhooks and
+	// policies (admissionPlugins): choosing the webhooks or policies
+	// (rules, selectors, matchConditions), calling or applying them, and
+	// on a changed object the mutating ones' second run.
 	partAdmission splitPart = iota
 	// partCall is kube-apiserver's call of the scenario's pods webhook:
 	// the review encoded, the round trip, the response decoded and its
-	// patch applied to the object.
+	// patch applied to the object. For compiled policies, their mutations
+	// instead: each one's CEL evaluated and its patch applied.
 	partCall
 	// partRoundTrip is the call's HTTP round trip, from the request sent
 	// to the response's body read, as kube-apiserver's client times it.
@@ -221,7 +224,7 @@ func (s *stockServer) apiserverProbes(hook, host string) [partCount]splitProbe {
 	var p [partCount]splitProbe
 	p[partAdmission] = histogramProbe(s.apiserverScrape, "apiserver_admission_controller_admission_duration_seconds",
 		func(l map[string]string) bool {
-			return l["operation"] == "CREATE" && (l["name"] == "MutatingAdmissionWebhook" || l["name"] == "ValidatingAdmissionWebhook")
+			return l["operation"] == "CREATE" && slices.Contains(admissionPlugins, l["name"])
 		})
 	if hook == "" {
 		return p
@@ -233,6 +236,52 @@ func (s *stockServer) apiserverProbes(hook, host string) [partCount]splitProbe {
 	p[partRequestBytes] = histogramProbe(s.apiserverScrape, "rest_client_request_size_bytes", post)
 	p[partResponseBytes] = histogramProbe(s.apiserverScrape, "rest_client_response_size_bytes", post)
 	return p
+}
+
+// admissionPlugins are kube-apiserver's admission plugins that run
+// webhooks and admission policies: every scenario's part in plugins is
+// theirs, so that the baseline's is subtracted alike from a webhook's and
+// from the compiled policies'.
+var admissionPlugins = []string{"MutatingAdmissionWebhook", "ValidatingAdmissionWebhook", "MutatingAdmissionPolicy", "ValidatingAdmissionPolicy"}
+
+// policyProbes are the parts kube-apiserver times of the compiled
+// policies: its admission plugins, and in them the policies' mutations
+// (each mutation's CEL and patch, as MutatingAdmissionPolicy's own
+// histogram times them, over every policy and binding).
+func (s *stockServer) policyProbes() [partCount]splitProbe {
+	p := s.apiserverProbes("", "")
+	p[partCall] = histogramProbe(s.apiserverScrape, "apiserver_mutating_admission_policy_check_duration_seconds",
+		func(map[string]string) bool { return true })
+	return p
+}
+
+// policyChecks prints what kube-apiserver counted of the compiled
+// policies' mutations, by policy and outcome (error_type no_error, or
+// out_of_budget when a mutation's CEL ran out of its cost budget, or
+// compile_error, invalid_error), and fails on any outcome but no_error:
+// a policy that errs was not measured doing its work.
+func policyChecks(t *testing.T, s *stockServer) string {
+	t.Helper()
+	data, err := s.apiserverScrape(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := parseMetrics(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("\nkube-apiserver's count of the compiled policies' mutations (apiserver_mutating_admission_policy_check_total)\n")
+	for _, m := range all {
+		if m.name != "apiserver_mutating_admission_policy_check_total" {
+			continue
+		}
+		fmt.Fprintf(&b, "policy %s, binding %s: %s %.0f\n", m.labels["policy"], m.labels["policy_binding"], m.labels["error_type"], m.value)
+		if m.labels["error_type"] != "no_error" {
+			t.Errorf("policy %s: %.0f mutations ended in %s", m.labels["policy"], m.value, m.labels["error_type"])
+		}
+	}
+	return b.String()
 }
 
 // httpsScrape reads url, trusting ca.
