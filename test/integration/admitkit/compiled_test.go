@@ -340,7 +340,7 @@ func (t *compiledTally) refusalSummary() []string {
 	return out
 }
 
-// sourceOf names a preset or mutator as compiler.Source does.
+// sourcesOf names the presets and mutators as compiler.Source does.
 func sourcesOf(in offline.Inputs) map[compiler.Source]bool {
 	out := map[compiler.Source]bool{}
 	for _, p := range in.Presets {
@@ -355,51 +355,49 @@ func sourcesOf(in offline.Inputs) map[compiler.Source]bool {
 	return out
 }
 
-// runRound puts the cases' state on both sides, creates every object on
-// both and compares.
+// runRound compiles each case on its own, as one cluster's objects, and
+// applies every case's policies together, each case's renamed apart; puts
+// each case's state in an offline host of its own; then creates every
+// object on both sides and compares.
 func runRound(t *testing.T, stock *policyServer, cases []compiledCase, counts *compiledCounts) {
-	var state offline.Inputs
-	owner := map[compiler.Source]int{}
-	for i, c := range cases {
-		for s := range sourcesOf(c.state) {
-			owner[s] = i
+	var all compiler.Result
+	admitters := make([]*offline.Admitter, len(cases))
+	partly := make([]bool, len(cases))
+	for i := range cases {
+		c := &cases[i]
+		var invalid []string
+		c.state, invalid = validState(t, servedVersions(c.state))
+		counts.Invalid += len(invalid)
+		counts.Sources += len(sourcesOf(c.state))
+		var result compiler.Result
+		var refused []compiler.Refusal
+		c.state, result, refused = compiledState(t, c.state)
+		counts.CompilerRefused += len(refused)
+		partly[i] = len(refused) > 0
+		for _, r := range refused {
+			if counts.refusals == nil {
+				counts.refusals = map[string]int{}
+			}
+			counts.refusals[r.Source.Kind+": "+r.Errs.ToAggregate().Error()]++
+			t.Logf("case %s: the compiler refused %s %s: %v", c.name, r.Source.Kind, sourceName(r.Source), r.Errs.ToAggregate())
 		}
-		state.Namespaces = append(state.Namespaces, c.state.Namespaces...)
-		state.Presets = append(state.Presets, c.state.Presets...)
-		state.ClusterPresets = append(state.ClusterPresets, c.state.ClusterPresets...)
-		state.Mutators = append(state.Mutators, c.state.Mutators...)
-	}
-	state, invalid := validState(t, state)
-	counts.Invalid += len(invalid)
-	counts.Sources += len(sourcesOf(state))
-	state, result, refused := compiledState(t, state)
-	counts.CompilerRefused += len(refused)
-	partly := map[int]bool{}
-	for _, r := range refused {
-		partly[owner[r.Source]] = true
-		if counts.refusals == nil {
-			counts.refusals = map[string]int{}
+		addRenamed(&all, result, fmt.Sprintf("-%d", i))
+		admitters[i] = newOfflineAdmitter(t, c.state)
+		for _, ns := range c.state.Namespaces {
+			framework.CreateNamespace(t, stock.server.AdminConfig(), ns.Name, withoutNameLabel(ns.Labels))
 		}
-		counts.refusals[r.Source.Kind+": "+r.Errs.ToAggregate().Error()]++
-		t.Logf("the compiler refused %s %s: %v", r.Source.Kind, sourceName(r.Source), r.Errs.ToAggregate())
-	}
-
-	admitter := newOfflineAdmitter(t, state)
-	for _, ns := range state.Namespaces {
-		framework.CreateNamespace(t, stock.server.AdminConfig(), ns.Name, withoutNameLabel(ns.Labels))
 	}
 	// The plugins' side first, while no policy is applied: what the
-	// server stores of the pod the plugins admitted.
-	// The object as sent is the baseline that tells whether the plugins
-	// changed it.
+	// server stores of the object the plugins admitted; and of the object
+	// as sent, which tells whether the plugins changed it.
 	plugins, asSent := make([][]compiledOutcome, len(cases)), make([][]compiledOutcome, len(cases))
 	for i, c := range cases {
 		for _, obj := range c.objects {
-			plugins[i] = append(plugins[i], throughPlugins(t, stock, admitter, obj))
+			plugins[i] = append(plugins[i], throughPlugins(t, stock, admitters[i], obj))
 			asSent[i] = append(asSent[i], createOnStock(t, stock, obj))
 		}
 	}
-	remove := stock.apply(t, result)
+	remove := stock.apply(t, all)
 	defer remove()
 	for i, c := range cases {
 		counts.Cases++
@@ -424,11 +422,56 @@ func runRound(t *testing.T, stock *policyServer, cases []compiledCase, counts *c
 			}
 		}
 		if !agreed {
-			t.Logf("case %s:\n%s", c.name, describeCase(c))
+			t.Logf("case %s, as compiled:\n%s", c.name, describeCase(c))
 		} else if !partly[i] {
 			counts.Agreeing++
 		}
 	}
+}
+
+// addRenamed adds r's policies and bindings to all, suffix added to every
+// name and to each binding's policyName: the compiler names its policies
+// alike for every set of objects, and the cases of a round are sets of
+// their own. Nothing in a policy reads its own name, and a common suffix
+// keeps the order of a case's policy names.
+func addRenamed(all *compiler.Result, r compiler.Result, suffix string) {
+	for _, p := range r.MutatingPolicies {
+		p.Name += suffix
+		all.MutatingPolicies = append(all.MutatingPolicies, p)
+	}
+	for _, b := range r.MutatingBindings {
+		b.Name += suffix
+		b.Spec.PolicyName += suffix
+		all.MutatingBindings = append(all.MutatingBindings, b)
+	}
+	for _, p := range r.ValidatingPolicies {
+		p.Name += suffix
+		all.ValidatingPolicies = append(all.ValidatingPolicies, p)
+	}
+	for _, b := range r.ValidatingBindings {
+		b.Name += suffix
+		b.Spec.PolicyName += suffix
+		all.ValidatingBindings = append(all.ValidatingBindings, b)
+	}
+}
+
+// servedVersions gives every mutator the apiVersion the LocationMutator
+// watches its kind at. A server serves a mutator created at any of
+// Gatekeeper's versions at every version (the CRDs convert with None), so
+// the plugin sees the samples' v1alpha1 and v1beta1 manifests; the offline
+// host lists only the watched version and leaves the others out, which
+// would make it miss them.
+func servedVersions(in offline.Inputs) offline.Inputs {
+	mutators := make([]*unstructured.Unstructured, len(in.Mutators))
+	for i, m := range in.Mutators {
+		m = m.DeepCopy()
+		if gvr, ok := mutatorResources[m.GetKind()]; ok {
+			m.SetAPIVersion(gvr.GroupVersion().String())
+		}
+		mutators[i] = m
+	}
+	in.Mutators = mutators
+	return in
 }
 
 func sourceName(s compiler.Source) string {
