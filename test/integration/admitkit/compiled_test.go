@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -42,6 +43,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/component-base/featuregate"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
@@ -126,11 +128,13 @@ type compiledCase struct {
 }
 
 // generatedCase is case i of seed, as TestOfflineIsTheServer draws it: a
-// namespace of its own, presets and mutators scoped to it, and a pod.
+// namespace of its own, presets and mutators scoped to it, and a pod; and
+// a Deployment of that pod, since the generated mutators apply to
+// Deployments too.
 func generatedCase(seed uint64, i int) compiledCase {
 	c := newOfflineCase(seed, i)
 	validPorts(c.pod)
-	out := compiledCase{name: c.namespace.Name, objects: []*unstructured.Unstructured{toUnstructured(podManifest(c.pod))}}
+	out := compiledCase{name: c.namespace.Name, objects: []*unstructured.Unstructured{toUnstructured(podManifest(c.pod)), toUnstructured(deploymentOf(c.pod))}}
 	ns := c.namespace.DeepCopy()
 	ns.Labels[corev1.LabelMetadataName] = ns.Name
 	out.state.Namespaces = []*corev1.Namespace{ns}
@@ -144,6 +148,20 @@ func generatedCase(seed uint64, i int) compiledCase {
 	}
 	out.state.Mutators = c.mutators
 	return out
+}
+
+// deploymentOf is a Deployment of one replica of pod, selecting it by a
+// label of its own.
+func deploymentOf(pod *corev1.Pod) *appsv1.Deployment {
+	template := corev1.PodTemplateSpec{ObjectMeta: *pod.ObjectMeta.DeepCopy(), Spec: *pod.Spec.DeepCopy()}
+	template.Name, template.GenerateName, template.Namespace = "", "", ""
+	if template.Labels == nil {
+		template.Labels = map[string]string{}
+	}
+	template.Labels["compiled-deployment"] = "yes"
+	return &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: "fuzz", Namespace: pod.Namespace},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"compiled-deployment": "yes"}}, Template: template}}
 }
 
 func toUnstructured(obj any) *unstructured.Unstructured {
@@ -311,9 +329,10 @@ type compiledCounts struct {
 	// Objects were compared (of every case), Changed the ones the plugins
 	// changed, Refused the ones both sides refused.
 	Objects, Changed, Refused int
-	// Sources were valid state; CompilerRefused of them left the round;
-	// Invalid were refused by the plugins' own checks (as a server refuses
-	// to store them) before compiling.
+	// Sources are the presets and mutators a server would store of the
+	// ones compiled or refused; CompilerRefused of them left the case;
+	// Invalid are the ones the plugins refused (the LocationMutator's
+	// decoder, or the offline host's checks of what compiled).
 	Sources, CompilerRefused, Invalid int
 	refusals                          map[string]int
 }
@@ -360,18 +379,18 @@ func sourcesOf(in offline.Inputs) map[compiler.Source]bool {
 // each case's state in an offline host of its own; then creates every
 // object on both sides and compares.
 func runRound(t *testing.T, stock *policyServer, cases []compiledCase, counts *compiledCounts) {
+	start := time.Now()
 	var all compiler.Result
 	admitters := make([]*offline.Admitter, len(cases))
 	partly := make([]bool, len(cases))
 	for i := range cases {
 		c := &cases[i]
-		var invalid []string
-		c.state, invalid = validState(t, servedVersions(c.state))
-		counts.Invalid += len(invalid)
-		counts.Sources += len(sourcesOf(c.state))
 		var result compiler.Result
 		var refused []compiler.Refusal
-		c.state, result, refused = compiledState(t, c.state)
+		var invalid []string
+		admitters[i], c.state, result, refused, invalid = compiledState(t, servedVersions(c.state))
+		counts.Invalid += len(invalid)
+		counts.Sources += len(sourcesOf(c.state)) + len(refused)
 		counts.CompilerRefused += len(refused)
 		partly[i] = len(refused) > 0
 		for _, r := range refused {
@@ -382,7 +401,6 @@ func runRound(t *testing.T, stock *policyServer, cases []compiledCase, counts *c
 			t.Logf("case %s: the compiler refused %s %s: %v", c.name, r.Source.Kind, sourceName(r.Source), r.Errs.ToAggregate())
 		}
 		addRenamed(&all, result, fmt.Sprintf("-%d", i))
-		admitters[i] = newOfflineAdmitter(t, c.state)
 		for _, ns := range c.state.Namespaces {
 			framework.CreateNamespace(t, stock.server.AdminConfig(), ns.Name, withoutNameLabel(ns.Labels))
 		}
@@ -397,6 +415,7 @@ func runRound(t *testing.T, stock *policyServer, cases []compiledCase, counts *c
 			asSent[i] = append(asSent[i], createOnStock(t, stock, obj))
 		}
 	}
+	t.Logf("%d cases checked, compiled and admitted by the plugins in %s", len(cases), time.Since(start).Round(time.Millisecond))
 	remove := stock.apply(t, all)
 	defer remove()
 	for i, c := range cases {
@@ -525,15 +544,17 @@ func offlineOptions(t *testing.T, in offline.Inputs) offline.Options {
 		EffectiveVersion: utilcompatibility.DefaultBuildEffectiveVersion(), Defaulter: defaults.NewScheme()}
 }
 
-// validState is in without the presets and mutators the plugins refuse to
-// hold, as a server refuses to store them (their validation, a mutator
-// whose schema conflicts with another's): the offline host names the first
-// it refuses, which leaves, until it takes the rest.
-func validState(t *testing.T, in offline.Inputs) (offline.Inputs, []string) {
+// compiledState is what of in both sides hold: the presets and mutators
+// that compile and that the plugins take. The mutators the LocationMutator's
+// decoder refuses, as a server refuses to store them, leave first; the rest
+// is compiled (compiledSet); the offline host then takes what compiled, or
+// names the first it refuses (a mutator whose schema conflicts with
+// another's, a preset the registry's validation refuses), which leaves the
+// state before compiling again. It returns the offline host holding the
+// state, the compiler's result and refusals, and what the plugins refused.
+func compiledState(t *testing.T, in offline.Inputs) (*offline.Admitter, offline.Inputs, compiler.Result, []compiler.Refusal, []string) {
 	t.Helper()
 	var invalid []string
-	// The mutators the LocationMutator's decoder refuses leave first, by
-	// its own check: the offline host would name them one start at a time.
 	in.Mutators = slices.DeleteFunc(slices.Clone(in.Mutators), func(m *unstructured.Unstructured) bool {
 		if _, errs := decodeMutator(t, m); len(errs) > 0 {
 			invalid = append(invalid, m.GetKind()+" "+m.GetName())
@@ -542,10 +563,11 @@ func validState(t *testing.T, in offline.Inputs) (offline.Inputs, []string) {
 		return false
 	})
 	for {
-		a, err := offline.New(context.Background(), offlineOptions(t, in))
+		compiled, result, refused := compiledSet(t, in)
+		a, err := offline.New(context.Background(), offlineOptions(t, compiled))
 		if err == nil {
-			a.Close()
-			return in, invalid
+			t.Cleanup(a.Close)
+			return a, compiled, result, refused, invalid
 		}
 		var inputErr *offline.InputError
 		if !errors.As(err, &inputErr) {
@@ -576,22 +598,33 @@ func withoutSource(in offline.Inputs, described string) (offline.Inputs, bool) {
 	return in, len(in.Presets)+len(in.ClusterPresets)+len(in.Mutators) < n
 }
 
-// compiledState compiles in; while the compiler refuses something, that
+// compiledSet compiles in; while the compiler refuses something, that
 // leaves the state and the rest is compiled again, so that what both sides
 // get is exactly what compiled.
-func compiledState(t *testing.T, in offline.Inputs) (offline.Inputs, compiler.Result, []compiler.Refusal) {
+func compiledSet(t *testing.T, in offline.Inputs) (offline.Inputs, compiler.Result, []compiler.Refusal) {
 	t.Helper()
 	var refused []compiler.Refusal
 	for {
 		r := compiler.Compile(compilerSources(t, in))
+		given := sourcesOf(in)
 		if len(r.Refused) == 0 {
+			for s := range given {
+				if !slices.Contains(r.Compiled, s) {
+					t.Errorf("the compiler neither compiled nor refused %+v", s)
+				}
+			}
 			return in, r, refused
 		}
-		refused = append(refused, r.Refused...)
-		left := sourcesOf(in)
+		left := maps.Clone(given)
 		for _, ref := range r.Refused {
-			if !left[ref.Source] {
+			if !given[ref.Source] {
 				t.Fatalf("the compiler refused %+v, which it was not given", ref.Source)
+			}
+			// One refusal a source, with every reason given for it.
+			if i := slices.IndexFunc(refused, func(r compiler.Refusal) bool { return r.Source == ref.Source }); i >= 0 {
+				refused[i].Errs = append(refused[i].Errs, ref.Errs...)
+			} else {
+				refused = append(refused, ref)
 			}
 			delete(left, ref.Source)
 		}
@@ -643,16 +676,6 @@ func decodeMutator(t *testing.T, u *unstructured.Unstructured) (*mutation.Mutato
 		t.Fatal(err)
 	}
 	return mutation.DecodeJSON(data)
-}
-
-func newOfflineAdmitter(t *testing.T, in offline.Inputs) *offline.Admitter {
-	t.Helper()
-	a, err := offline.New(context.Background(), offlineOptions(t, in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Close)
-	return a
 }
 
 // compiledOutcome is what the server made of a create, with what differs
@@ -707,9 +730,10 @@ func createOnStock(t *testing.T, stock *policyServer, obj *unstructured.Unstruct
 
 // compiledKinds are the resources of the kinds the rounds create.
 var compiledKinds = map[schema.GroupVersionKind]schema.GroupVersionResource{
-	corev1.SchemeGroupVersion.WithKind("Pod"):       corev1.SchemeGroupVersion.WithResource("pods"),
-	corev1.SchemeGroupVersion.WithKind("ConfigMap"): corev1.SchemeGroupVersion.WithResource("configmaps"),
-	corev1.SchemeGroupVersion.WithKind("Namespace"): corev1.SchemeGroupVersion.WithResource("namespaces"),
+	corev1.SchemeGroupVersion.WithKind("Pod"):        corev1.SchemeGroupVersion.WithResource("pods"),
+	corev1.SchemeGroupVersion.WithKind("ConfigMap"):  corev1.SchemeGroupVersion.WithResource("configmaps"),
+	corev1.SchemeGroupVersion.WithKind("Namespace"):  corev1.SchemeGroupVersion.WithResource("namespaces"),
+	appsv1.SchemeGroupVersion.WithKind("Deployment"): appsv1.SchemeGroupVersion.WithResource("deployments"),
 }
 
 func resourceFor(t *testing.T, cfg *rest.Config, obj *unstructured.Unstructured) dynamic.ResourceInterface {
