@@ -158,7 +158,8 @@ func (p *policyServer) created(t *testing.T, deletes *[]func() error, kind, name
 // compiled policy or its binding gone.
 const probeAnnotation = "admitkit.io/compiled-round"
 
-func probeName() string { return "admitkit-compiled-probe" }
+// probeName names the probe's policies and bindings.
+const probeName = "admitkit-compiled-probe"
 
 func probeMatch() *admissionregistrationv1.MatchResources {
 	return &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
@@ -177,7 +178,7 @@ func probeBindingMatch() *admissionregistrationv1.MatchResources {
 
 func probeMutatingPolicy(round int) admissionregistrationv1.MutatingAdmissionPolicy {
 	return admissionregistrationv1.MutatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: probeName()},
+		ObjectMeta: metav1.ObjectMeta{Name: probeName},
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 			MatchConstraints: probeMatch(),
 			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
@@ -194,14 +195,14 @@ func probeMutatingPolicy(round int) admissionregistrationv1.MutatingAdmissionPol
 
 func probeMutatingBinding() admissionregistrationv1.MutatingAdmissionPolicyBinding {
 	return admissionregistrationv1.MutatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: probeName()},
-		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: probeName(), MatchResources: probeBindingMatch()},
+		ObjectMeta: metav1.ObjectMeta{Name: probeName},
+		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: probeName, MatchResources: probeBindingMatch()},
 	}
 }
 
 func probeValidatingPolicy(round int) admissionregistrationv1.ValidatingAdmissionPolicy {
 	return admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: probeName()},
+		ObjectMeta: metav1.ObjectMeta{Name: probeName},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			MatchConstraints: probeMatch(),
 			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
@@ -212,8 +213,8 @@ func probeValidatingPolicy(round int) admissionregistrationv1.ValidatingAdmissio
 
 func probeValidatingBinding() admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	return admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: probeName()},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: probeName(), MatchResources: probeBindingMatch(),
+		ObjectMeta: metav1.ObjectMeta{Name: probeName},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: probeName, MatchResources: probeBindingMatch(),
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}},
 	}
 }

@@ -75,11 +75,14 @@ import (
 // through the same kube-apiserver's own plugins, defaults, validation and
 // pod strategy, and differ only in the plugins against the policies.
 //
-// A round is one cluster's state: several cases' objects, each case in a
-// namespace of its own, compiled together with compiler.Compile as a user
-// compiles all of theirs; what the compiler refuses leaves both sides, so
-// that each side holds exactly what compiled. ADMITKIT_COMPILED_SEED sets
-// the seed (1 unless set, so that every run compares the same cases) and
+// A case is one cluster's objects (a namespace of its own, the presets and
+// mutators scoped to it), compiled alone with compiler.Compile as a user
+// compiles all of theirs. What the compiler refuses leaves both sides, so
+// that each holds exactly what compiled; a case counts as compiled when
+// nothing of it was refused, and every case is compared. A round applies
+// several cases' policies at once, renamed apart, to share the waits for
+// kube-apiserver's informers. ADMITKIT_COMPILED_SEED sets the seed (1
+// unless set, so that every run compares the same cases) and
 // ADMITKIT_COMPILED_CASES the number of generated cases.
 func TestCompiledIsThePlugins(t *testing.T) {
 	seed := envNumber(t, "ADMITKIT_COMPILED_SEED", 1)
@@ -431,7 +434,7 @@ func runRound(t *testing.T, stock *policyServer, cases []compiledCase, counts *c
 			compiled := createOnStock(t, stock, obj)
 			if d := cmp.Diff(plugins[i][j], compiled); d != "" {
 				agreed = false
-				t.Errorf("case %s, %s: the compiled policies and the plugins disagree (-plugins +compiled):\n%s", c.name, describeObject(obj), d)
+				t.Errorf("case %s, %s: the compiled policies and the plugins disagree (-plugins +compiled):\n%s", c.name, describeCreate(obj), d)
 				continue
 			}
 			if compiled.Refusal != nil {
@@ -491,6 +494,19 @@ func servedVersions(in offline.Inputs) offline.Inputs {
 	}
 	in.Mutators = mutators
 	return in
+}
+
+// describeCreate names an object created: its kind, namespace and name
+// (or generateName).
+func describeCreate(obj *unstructured.Unstructured) string {
+	name := obj.GetName()
+	if name == "" {
+		name = obj.GetGenerateName() + "*"
+	}
+	if obj.GetNamespace() != "" {
+		name = obj.GetNamespace() + "/" + name
+	}
+	return obj.GetKind() + " " + name
 }
 
 func sourceName(s compiler.Source) string {
@@ -693,7 +709,7 @@ func throughPlugins(t *testing.T, stock *policyServer, a *offline.Admitter, obj 
 	t.Helper()
 	r, err := a.Admit(context.Background(), obj.DeepCopy(), nil)
 	if err != nil {
-		t.Fatalf("%s: %v", describeObject(obj), err)
+		t.Fatalf("%s: %v", describeCreate(obj), err)
 	}
 	if r.Refusal != nil {
 		out := compiledOutcome{Warnings: sortedWarnings(r.Warnings), Refusal: &diffRefusal{Code: r.Refusal.Code, Reason: r.Refusal.Reason, Message: r.Refusal.Message}}
@@ -716,7 +732,7 @@ func createOnStock(t *testing.T, stock *policyServer, obj *unstructured.Unstruct
 	created, err := resourceFor(t, cfg, obj).Create(context.Background(), obj.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	out := compiledOutcome{Warnings: sortedWarnings(warnings.take())}
 	if err != nil {
-		out.Refusal = refusalOf(t, describeObject(obj), err)
+		out.Refusal = refusalOf(t, describeCreate(obj), err)
 		out.Refusal.Message = policyDenial.ReplaceAllString(out.Refusal.Message, "")
 		if generate := obj.GetGenerateName(); generate != "" {
 			// The name the server generated, which differs on every create.
