@@ -17,7 +17,9 @@ limitations under the License.
 // Command admitkit serves admitkit's admission plugins to a stock
 // kube-apiserver as admission webhooks (admitkit webhook), admits
 // manifests through the same plugins with no cluster (admitkit admit,
-// admitkit admit test), and prints its version (admitkit version).
+// admitkit admit test), compiles presets and mutators into
+// MutatingAdmissionPolicies (admitkit compile), and prints its version
+// (admitkit version).
 package main
 
 import (
@@ -75,6 +77,6 @@ func newCommand() (*cobra.Command, error) {
 	}
 	cmd.CompletionOptions.DisableDefaultCmd = true
 	cmd.SetContext(genericapiserver.SetupSignalContext())
-	cmd.AddCommand(webhook, newAdmitCommand(), newVersionCommand())
+	cmd.AddCommand(webhook, newAdmitCommand(), newCompileCommand(), newVersionCommand())
 	return cmd, nil
 }
