@@ -146,6 +146,10 @@ func generatedCase(seed uint64, i int) compiledCase {
 		case *settingsv1alpha1.PodPreset:
 			out.state.Presets = append(out.state.Presets, p)
 		case *settingsv1alpha1.ClusterPodPreset:
+			// latestPresets renames ClusterPodPresets after the case as it
+			// goes, so two of one name can both stay; a server keeps the
+			// later, as after an update.
+			out.state.ClusterPresets = slices.DeleteFunc(out.state.ClusterPresets, func(q *settingsv1alpha1.ClusterPodPreset) bool { return q.Name == p.Name })
 			out.state.ClusterPresets = append(out.state.ClusterPresets, p)
 		}
 	}
