@@ -43,12 +43,21 @@ import (
 func newClients(scheme *runtime.Scheme, listKinds map[schema.GroupVersionResource]string, namespaces []runtime.Object, mutators []*unstructured.Unstructured) (*webhook.Clients, *settingsfake.Clientset, error) {
 	dynamic := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
 	for _, m := range mutators {
-		resource, ok := mutatorResource(listKinds, m.GroupVersionKind())
-		if !ok {
+		if _, ok := mutatorResource(listKinds, m.GroupVersionKind()); !ok {
 			return nil, nil, &InputError{Object: describe(m), Err: fmt.Errorf("%v is not a mutator kind the LocationMutator reads", m.GroupVersionKind())}
 		}
-		if err := dynamic.Tracker().Create(resource, asStored(m.DeepCopy()), ""); err != nil {
-			return nil, nil, &InputError{Object: describe(m), Err: err}
+		// A server serves a mutator at every version of its
+		// CustomResourceDefinition (their conversion is None), and the
+		// plugin watches one: the mutator is there at each.
+		for resource, listKind := range listKinds {
+			if resource.Group != m.GroupVersionKind().Group || listKind != m.GetKind()+"List" {
+				continue
+			}
+			stored := asStored(m.DeepCopy())
+			stored.SetAPIVersion(resource.GroupVersion().String())
+			if err := dynamic.Tracker().Create(resource, stored, ""); err != nil {
+				return nil, nil, &InputError{Object: describe(m), Err: err}
+			}
 		}
 	}
 	settings := settingsfake.NewSimpleClientset()

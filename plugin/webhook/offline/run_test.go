@@ -190,6 +190,28 @@ spec:
 	}
 }
 
+// TestRunMutatorAtAnyServedVersion: a mutator given at a version of its
+// CustomResourceDefinition other than the one the plugin watches applies,
+// as a server serves it at every version.
+func TestRunMutatorAtAnyServedVersion(t *testing.T) {
+	state := shop + `---
+apiVersion: mutations.gatekeeper.sh/v1alpha1
+kind: AssignMetadata
+metadata: {name: team}
+spec:
+  location: metadata.labels.team
+  parameters: {assign: {value: shop}}
+`
+	results := run(t, state, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c}
+`, false)
+	if got := results[0].Result.Object.GetLabels()["team"]; got != "shop" {
+		t.Errorf("labels %v, want team=shop from the v1alpha1 AssignMetadata", results[0].Result.Object.GetLabels())
+	}
+}
+
 // TestRunSecretStringData: the server stores stringData as data.
 func TestRunSecretStringData(t *testing.T) {
 	results := run(t, shop, `

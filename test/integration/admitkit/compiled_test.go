@@ -398,7 +398,7 @@ func runRound(t *testing.T, stock *policyServer, cases []compiledCase, counts *c
 		var result compiler.Result
 		var refused []compiler.Refusal
 		var invalid []string
-		admitters[i], c.state, result, refused, invalid = compiledState(t, servedVersions(c.state))
+		admitters[i], c.state, result, refused, invalid = compiledState(t, c.state)
 		counts.Invalid += len(invalid)
 		counts.Sources += len(sourcesOf(c.state)) + len(refused)
 		counts.CompilerRefused += len(refused)
@@ -499,25 +499,6 @@ func addRenamed(all *compiler.Result, r compiler.Result, suffix string) {
 		b.Spec.PolicyName += suffix
 		all.ValidatingBindings = append(all.ValidatingBindings, b)
 	}
-}
-
-// servedVersions gives every mutator the apiVersion the LocationMutator
-// watches its kind at. A server serves a mutator created at any of
-// Gatekeeper's versions at every version (the CRDs convert with None), so
-// the plugin sees the samples' v1alpha1 and v1beta1 manifests; the offline
-// host lists only the watched version and leaves the others out, which
-// would make it miss them.
-func servedVersions(in offline.Inputs) offline.Inputs {
-	mutators := make([]*unstructured.Unstructured, len(in.Mutators))
-	for i, m := range in.Mutators {
-		m = m.DeepCopy()
-		if gvr, ok := mutatorResources[m.GetKind()]; ok {
-			m.SetAPIVersion(gvr.GroupVersion().String())
-		}
-		mutators[i] = m
-	}
-	in.Mutators = mutators
-	return in
 }
 
 // describeCreate names an object created: its kind, namespace and name
