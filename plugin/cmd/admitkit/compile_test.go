@@ -39,15 +39,8 @@ func TestCompileExample(t *testing.T) {
 	}
 	args, report := compileExample(t, string(readme))
 	t.Chdir(filepath.Join("..", "..", ".."))
-	cmd, err := newCommand()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stdout, stderr bytes.Buffer
-	cmd.SetArgs(args)
-	cmd.SetOut(&stdout)
-	cmd.SetErr(&stderr)
-	err = cmd.Execute()
+	err = execute(t, args, &stdout, &stderr)
 	var exit *exitError
 	if !errors.As(err, &exit) || exit.code != exitRefused {
 		t.Fatalf("admitkit %s: %v, want exit %d", strings.Join(args, " "), err, exitRefused)

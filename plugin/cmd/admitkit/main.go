@@ -75,6 +75,15 @@ func newCommand() (*cobra.Command, error) {
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 	}
+	// --version, which component-base registers for every Kubernetes
+	// command, prints what `admitkit version` prints; otherwise the
+	// command alone prints its help.
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if f := cmd.Flags().Lookup("version"); f != nil && f.Changed {
+			return runVersion(cmd.OutOrStdout())
+		}
+		return cmd.Help()
+	}
 	cmd.CompletionOptions.DisableDefaultCmd = true
 	cmd.SetContext(genericapiserver.SetupSignalContext())
 	cmd.AddCommand(webhook, newAdmitCommand(), newCompileCommand(), newVersionCommand())

@@ -33,14 +33,20 @@ func newVersionCommand() *cobra.Command {
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			info, ok := debug.ReadBuildInfo()
-			if !ok {
-				return errors.New("the binary carries no build information")
-			}
-			printVersion(cmd.OutOrStdout(), info)
-			return nil
+			return runVersion(cmd.OutOrStdout())
 		},
 	}
+}
+
+// runVersion prints this binary's version: `admitkit version`, and
+// `admitkit --version`, the flag every Kubernetes command has.
+func runVersion(w io.Writer) error {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return errors.New("the binary carries no build information")
+	}
+	printVersion(w, info)
+	return nil
 }
 
 // pseudoVersion matches a pseudo-version's end (vX.Y.Z-<base>.<yyyymmddhhmmss>-<commit>,

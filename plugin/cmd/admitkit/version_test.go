@@ -17,8 +17,10 @@ limitations under the License.
 package main
 
 import (
+	"io"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -61,4 +63,36 @@ func TestPrintVersion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// --version, on the command and on its server, prints what admitkit
+// version prints, not component-base's Kubernetes version.
+func TestVersionFlag(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}, {"webhook", "--version"}} {
+		var out strings.Builder
+		if err := execute(t, args, &out, io.Discard); err != nil {
+			t.Fatalf("admitkit %s: %v", strings.Join(args, " "), err)
+		}
+		if !strings.HasPrefix(out.String(), "admitkit ") || !strings.Contains(out.String(), "built with go") {
+			t.Errorf("admitkit %s printed %q", strings.Join(args, " "), out.String())
+		}
+	}
+}
+
+// rootCommand is the command the tests run, built once: its flags register
+// the plugins' feature gates in the default gate, which takes them once
+// in a process, as in the binary.
+var rootCommand = sync.OnceValues(newCommand)
+
+// execute runs admitkit with args, its output into stdout and stderr.
+func execute(t *testing.T, args []string, stdout, stderr io.Writer) error {
+	t.Helper()
+	cmd, err := rootCommand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	return cmd.Execute()
 }

@@ -60,7 +60,10 @@ func newWebhookCommand() (*cobra.Command, error) {
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			verflag.PrintAndExitIfRequested()
+			// --version, as on every Kubernetes server, but admitkit's.
+			if f := cmd.Flags().Lookup("version"); f != nil && f.Changed {
+				return runVersion(cmd.OutOrStdout())
+			}
 			if err := logsapi.ValidateAndApply(o.Logs, o.FeatureGate); err != nil {
 				return err
 			}
