@@ -505,9 +505,18 @@ func mutatingPolicy(cs []*compiledMutator) admissionregistrationv1.MutatingAdmis
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: MutatorsPolicyName},
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
-			MatchConstraints:   matchConstraints(cs),
-			Variables:          variables(),
-			FailurePolicy:      &fail,
+			MatchConstraints: matchConstraints(cs),
+			Variables:        variables(),
+			FailurePolicy:    &fail,
+			// Not Never, though one pass is all the policy alone needs
+			// (keepConverging) and Never would spare kube-apiserver the
+			// second run of every mutation it makes on each create (it
+			// asks for one after any mutation, even an empty patch): the
+			// plugin, in-tree or behind admitkit's webhook (IfNeeded), runs
+			// again when a webhook or policy after it changed the object,
+			// and so applies the mutators to, say, a container a later
+			// webhook added. IfNeeded runs the policy again in exactly that
+			// case too; Never would leave such a container as it came.
 			ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy,
 		},
 	}
