@@ -157,10 +157,12 @@ func (b *presetCEL) active(e *entry, s presetScope) string {
 
 // podConflict is the CEL condition that the pod's list holds an item
 // with e's key k that differs from e: the first such item, the one the
-// plugin compares with.
+// plugin compares with. The list is walked once (an exists before the
+// filter walked it twice where nothing has the key, as on most pods): the
+// condition is evaluated for every item of every container, and its cost
+// is most of the policy's.
 func podConflict(e *entry, k int, list string) string {
-	has := e.keyConds[k]("x")
-	return fmt.Sprintf("(%[1]s.exists(x, %[2]s) && %[1]s.filter(x, %[2]s)[0] != %[3]s)", list, has, e.literal)
+	return bind("f", fmt.Sprintf("%s.filter(x, %s)", list, e.keyConds[k]("x")), fmt.Sprintf("(size(f) > 0 && f[0] != %s)", e.literal))
 }
 
 // conflict is the CEL condition, in scope s, that the presets conflict:
