@@ -496,29 +496,98 @@ func jsonPatch(op string, ptr pointer, value string) string {
 	return fmt.Sprintf("{\"op\": dyn(%q), \"path\": dyn(%s), \"value\": dyn(%s)}", op, ptr, value)
 }
 
-// mutatingPolicy is the policy of the enforced mutators, one mutation each,
-// in run order.
+// mutatingPolicy is the policy of the enforced mutators, in run order:
+// one mutation per batch (batches), the patches of its mutators one after
+// another.
 func mutatingPolicy(cs []*compiledMutator) admissionregistrationv1.MutatingAdmissionPolicy {
 	fail := admissionregistrationv1.Fail
 	p := admissionregistrationv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: MutatorsPolicyName},
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
-			MatchConstraints:   matchConstraints(cs),
-			Variables:          variables(),
-			FailurePolicy:      &fail,
+			MatchConstraints: matchConstraints(cs),
+			Variables:        variables(),
+			FailurePolicy:    &fail,
+			// Not Never, though one pass is all the policy alone needs
+			// (keepConverging) and Never would spare kube-apiserver the
+			// second run of every mutation it makes on each create (it
+			// asks for one after any mutation, even an empty patch): the
+			// plugin, in-tree or behind admitkit's webhook (IfNeeded), runs
+			// again when a webhook or policy after it changed the object,
+			// and so applies the mutators to, say, a container a later
+			// webhook added. IfNeeded runs the policy again in exactly that
+			// case too; Never would leave such a container as it came.
 			ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy,
 		},
 	}
-	for _, c := range cs {
-		g := c.gen
-		g.patch = jsonPatch
+	for _, batch := range batches(cs) {
+		parts := make([]string, len(batch))
+		for i, c := range batch {
+			g := c.gen
+			g.patch = jsonPatch
+			parts[i] = fmt.Sprintf("(%s ? %s : [])", c.guard, g.expression())
+		}
 		p.Spec.Mutations = append(p.Spec.Mutations, admissionregistrationv1.Mutation{
 			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
-			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: fmt.Sprintf("%s ? %s.map(p, JSONPatch{op: string(p.op), path: string(p.path), value: p.value}) : []", c.guard, g.expression())},
+			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: fmt.Sprintf("(%s).map(p, JSONPatch{op: string(p.op), path: string(p.path), value: p.value})", strings.Join(parts, " + "))},
 		})
 	}
 	return p
+}
+
+// batches splits the enforced mutators, in run order, into runs of
+// consecutive ones that one mutation can carry. Every JSONPatch mutation
+// costs kube-apiserver a round of the whole object through JSON, so the
+// fewer the better; but a batch's patches are all computed from the object
+// as the batch finds it, so a mutator joins one only where that is the
+// same as computing its patches after the others' have been applied
+// (batchable with each of them).
+func batches(cs []*compiledMutator) [][]*compiledMutator {
+	var out [][]*compiledMutator
+	for _, c := range cs {
+		if n := len(out); n > 0 && !slices.ContainsFunc(out[n-1], func(b *compiledMutator) bool { return !batchable(b, c) }) {
+			out[n-1] = append(out[n-1], c)
+			continue
+		}
+		out = append(out, []*compiledMutator{c})
+	}
+	return out
+}
+
+// batchable reports whether the patches of a and of b, which runs after
+// it, computed from one object and applied one after the other, are what
+// running a and then b gives. That holds when they never both apply to one
+// object, or when:
+//   - a writes nothing b reads (mutation.MayAffect): b's patches do not
+//     depend on a's;
+//   - their locations part at some node (mutation.WritesPartAt), so that
+//     each writes in a subtree of its own; a patch only adds or removes a
+//     field there, replaces an element, or appends one with "/-", so
+//     neither moves what the other's pointers address;
+//   - and neither may create a node above that one: two mutators that
+//     both create a missing parent (env on a container) would each add
+//     it whole, the second overwriting the first; and one that creates it
+//     would let the other write below it where, in the object the batch
+//     found, there was nothing to write into.
+//
+// Each's guard reads what keepConverging keeps every mutator from writing.
+func batchable(a, b *compiledMutator) bool {
+	if !mayMeet(a.m, b.m) {
+		return true
+	}
+	if mutation.MayAffect(a.m, b.m) {
+		return false
+	}
+	k, ok := mutation.WritesPartAt(a.m, b.m)
+	if !ok {
+		return false
+	}
+	for d := range k {
+		if a.gen.creates(d) || b.gen.creates(d) {
+			return false
+		}
+	}
+	return true
 }
 
 // addReport adds the policy that reports what the mutators in a mode other

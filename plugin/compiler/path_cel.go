@@ -199,6 +199,17 @@ func (g *pathGen) createBelow(i int) (string, bool) {
 	return g.createField(i)
 }
 
+// creates reports whether a walk may create node i, missing in the object
+// it is given: what createBelow builds for the field before it.
+func (g pathGen) creates(i int) bool {
+	if l, ok := g.nodes[i].(path.List); ok {
+		_, ok := g.createElement(i, l)
+		return ok
+	}
+	_, ok := g.createMember(i)
+	return ok
+}
+
 // createField is `{name: value}` for node i, a field of an object that is
 // being created.
 func (g *pathGen) createField(i int) (string, bool) {

@@ -148,20 +148,26 @@ func readPlacesOf(places []place, conds []mutationsv1.Condition) []place {
 }
 
 // mayAffect reports whether a mutator writing at the location w may
-// change what one reading the places r finds. A writer changes the
-// subtree at its location and creates the parents on its way that are
-// missing: a field, or a list element with the key its selector names.
-// The two paths are followed together, node by node: different fields,
-// or one key field with different values, are different places, and
-// nothing w writes is read by r; a path that runs out while the two
-// agree is at or above the other, so the writes and the reads meet.
-// Where it cannot tell, it says they meet.
+// change what one reading the places r finds (see partAt).
 func mayAffect(w, r []place) bool {
+	return partAt(w, r) < 0
+}
+
+// partAt is the depth at which a mutator writing at the location w and
+// one reading the places r part, or -1 where nothing shows that they do.
+// A writer changes the subtree at its location and creates the parents
+// on its way that are missing: a field, or a list element with the key
+// its selector names. The two paths are followed together, node by node:
+// different fields, or one key field with different values, are
+// different places, and nothing w writes is read by r; a path that runs
+// out while the two agree is at or above the other, so the writes and the
+// reads meet. Where it cannot tell, it says they meet.
+func partAt(w, r []place) int {
 	for k := 0; k < len(w) && k < len(r); k++ {
 		rn, wn := &r[k], &w[k]
 		if rn.kind == fieldPlace {
 			if wn.kind == fieldPlace && wn.name != rn.name {
-				return false
+				return k
 			}
 			continue
 		}
@@ -171,21 +177,21 @@ func mayAffect(w, r []place) bool {
 			// check refuses most such pairs; assume they meet.
 		case rn.kind == keyedPlace && k+1 < len(w) && w[k+1].kind == fieldPlace && w[k+1].name == rn.name:
 			// w writes the field r selects elements by.
-			return true
+			return -1
 		case wn.kind == globPlace:
 			// w creates no element, and writes in those r reads only
 			// where the rest of the paths agree.
 		case rn.kind == globPlace || rn.name != wn.name:
 			// w may create an element, which r walks into (a glob) or
 			// whose other fields w may set to what r selects.
-			return true
+			return -1
 		case differentKeys(rn.keyValue, wn.keyValue):
 			// w creates or writes in another element than those r
 			// selects.
-			return false
+			return k
 		}
 	}
-	return true
+	return -1
 }
 
 // differentKeys reports two key values no element can hold both of: of

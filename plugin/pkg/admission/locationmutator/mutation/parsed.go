@@ -121,6 +121,19 @@ func MayAffect(writer, reader *Mutator) bool {
 	return mayAffect(writer.places, reader.readPlaces)
 }
 
+// WritesPartAt is the depth of the first node at which the locations of a
+// and b part, each read as the other's writer (partAt), so that neither
+// writes in the subtree the other writes or reads; false where they may
+// meet. Above that depth the two locations agree, and what either writes
+// there (a parent it creates) is the other's business too.
+func WritesPartAt(a, b *Mutator) (int, bool) {
+	k := partAt(a.places, b.places)
+	if k < 0 || partAt(b.places, a.places) < 0 {
+		return 0, false
+	}
+	return k, true
+}
+
 // MayMeet reports whether the order between m and something that writes
 // at the locations writes and reads at the locations reads may matter: m
 // may change what is read there, or what is written there may change what
