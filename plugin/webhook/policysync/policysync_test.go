@@ -20,6 +20,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -202,18 +204,36 @@ func (f *fixture) caughtUp(t *testing.T, ctx context.Context) {
 				return false, nil
 			}
 		}
-		maps, err := f.kube.AdmissionregistrationV1().MutatingAdmissionPolicies().List(ctx, metav1.ListOptions{LabelSelector: SetLabel})
-		if err != nil {
-			return false, err
+		// Every kind's informer, in policyInformers' order: a binding
+		// the cache has not seen yet would be applied again.
+		v1 := f.kube.AdmissionregistrationV1()
+		opts := metav1.ListOptions{LabelSelector: SetLabel}
+		lists := []func() (runtime.Object, error){
+			func() (runtime.Object, error) { return v1.MutatingAdmissionPolicyBindings().List(ctx, opts) },
+			func() (runtime.Object, error) { return v1.ValidatingAdmissionPolicyBindings().List(ctx, opts) },
+			func() (runtime.Object, error) { return v1.MutatingAdmissionPolicies().List(ctx, opts) },
+			func() (runtime.Object, error) { return v1.ValidatingAdmissionPolicies().List(ctx, opts) },
 		}
-		store := f.ctrl.policies[2].GetStore()
-		if len(store.List()) != len(maps.Items) {
-			return false, nil
-		}
-		for _, m := range maps.Items {
-			cached, ok, _ := store.GetByKey(m.Name)
-			if !ok || cached.(metav1.Object).GetLabels()[SetLabel] != m.Labels[SetLabel] {
+		for i, list := range lists {
+			listed, err := list()
+			if err != nil {
+				return false, err
+			}
+			items, err := meta.ExtractList(listed)
+			if err != nil {
+				return false, err
+			}
+			store := f.ctrl.policies[i].GetStore()
+			if len(store.List()) != len(items) {
 				return false, nil
+			}
+			for _, item := range items {
+				want := item.(metav1.Object)
+				cached, ok, _ := store.GetByKey(want.GetName())
+				if !ok || cached.(metav1.Object).GetResourceVersion() != want.GetResourceVersion() ||
+					!maps.Equal(cached.(metav1.Object).GetAnnotations(), want.GetAnnotations()) {
+					return false, nil
+				}
 			}
 		}
 		return true, nil
