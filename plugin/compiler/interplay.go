@@ -48,6 +48,7 @@ func keepMutatorsApart(cs []*compiledMutator, src Sources, held []*mutation.Muta
 		if appliesToPods(c.m) && mutation.MayMeet(c.m, writes, reads) {
 			r.Refused = append(r.Refused, refusalOf(c.m, field.ErrorList{field.Forbidden(locationPath,
 				"it may meet what a PodPreset or ClusterPodPreset writes or reads in a pod, and a policy runs in no set order with the presets' policy")}))
+			held = append(held, c.m)
 			continue
 		}
 		kept = append(kept, c)
@@ -69,10 +70,13 @@ func keepMutatorsApart(cs []*compiledMutator, src Sources, held []*mutation.Muta
 	return kept
 }
 
-// firstMet is the first of held whose order with m may matter, or nil.
+// firstMet is the first of held whose order with m may matter, or nil:
+// one may change what the other reads, or add a label the other selects
+// by.
 func firstMet(m *mutation.Mutator, held []*mutation.Mutator) *mutation.Mutator {
 	for _, h := range held {
-		if mayMeet(m, h) && (mutation.MayAffect(m, h) || mutation.MayAffect(h, m)) {
+		if mayMeet(m, h) && (mutation.MayAffect(m, h) || mutation.MayAffect(h, m) ||
+			addsLabelSelectedBy(m, h) || addsLabelSelectedBy(h, m)) {
 			return h
 		}
 	}

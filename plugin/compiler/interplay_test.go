@@ -94,6 +94,11 @@ func TestMutatorsKeptApart(t *testing.T) {
 		},
 		refused: map[string]string{"mirror": "Assign/digest"},
 	}, {
+		name:    "a mutator selecting by a label one of the plugin's configuration adds",
+		docs:    []string{"kind: Assign\nmetadata: {name: web-pull}\nspec:\n  applyTo: [{groups: [\"\"], versions: [v1], kinds: [Pod]}]\n  match: {labelSelector: {matchLabels: {role: web}}}\n  location: \"spec.containers[name: *].imagePullPolicy\"\n  parameters: {assign: {value: Always}}"},
+		held:    []string{"kind: AssignMetadata\nmetadata: {name: role}\nspec:\n  location: metadata.labels.role\n  parameters: {assign: {value: web}}"},
+		refused: map[string]string{"web-pull": "AssignMetadata/role"},
+	}, {
 		name: "a mutator meeting one of the plugin's configuration",
 		docs: []string{
 			assign("pull-always", "spec.containers[name: *].imagePullPolicy", "Always"),

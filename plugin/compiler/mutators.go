@@ -394,12 +394,8 @@ func keepConverging(cs []*compiledMutator, r *Result) []*compiledMutator {
 		}
 	}
 	for _, adder := range active {
-		if !adder.m.AddsLabel() {
-			continue
-		}
-		key := adder.m.Location().Nodes[2].(path.Object).Reference
 		for _, reader := range active {
-			if reader != adder && slices.Contains(selectorKeys(reader.m), key) {
+			if reader != adder && addsLabelSelectedBy(adder.m, reader.m) {
 				why[adder] = append(why[adder], fmt.Sprintf("it adds a label %s selects by", reader.m.ID()))
 				why[reader] = append(why[reader], fmt.Sprintf("it selects by labels, which %s adds", adder.m.ID()))
 			}
@@ -415,6 +411,17 @@ func keepConverging(cs []*compiledMutator, r *Result) []*compiledMutator {
 		kept = append(kept, c)
 	}
 	return kept
+}
+
+// addsLabelSelectedBy reports whether adder adds a label whose key a
+// selector of reader reads: a pass that adds it changes whether reader
+// matches.
+func addsLabelSelectedBy(adder, reader *mutation.Mutator) bool {
+	if !adder.AddsLabel() {
+		return false
+	}
+	key := adder.Location().Nodes[2].(path.Object).Reference
+	return slices.Contains(selectorKeys(reader), key)
 }
 
 // selectorKeys are the label keys the mutator's selectors read from the
