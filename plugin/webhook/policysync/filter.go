@@ -199,13 +199,7 @@ func (p filteredPodPresets) List(ctx context.Context, opts metav1.ListOptions) (
 	if err != nil {
 		return nil, err
 	}
-	kept := list.Items[:0]
-	for i := range list.Items {
-		if !p.carried(&list.Items[i]) {
-			kept = append(kept, list.Items[i])
-		}
-	}
-	list.Items = kept
+	list.Items = uncarried(list.Items, p.carried)
 	return list, nil
 }
 
@@ -230,13 +224,7 @@ func (p filteredClusterPodPresets) List(ctx context.Context, opts metav1.ListOpt
 	if err != nil {
 		return nil, err
 	}
-	kept := list.Items[:0]
-	for i := range list.Items {
-		if !p.carried(&list.Items[i]) {
-			kept = append(kept, list.Items[i])
-		}
-	}
-	list.Items = kept
+	list.Items = uncarried(list.Items, p.carried)
 	return list, nil
 }
 
@@ -285,16 +273,25 @@ func (m filteredMutators) List(ctx context.Context, opts metav1.ListOptions) (*u
 	if err != nil {
 		return nil, err
 	}
-	kept := list.Items[:0]
-	for i := range list.Items {
-		if !m.carried(&list.Items[i]) {
-			kept = append(kept, list.Items[i])
-		}
-	}
-	list.Items = kept
+	list.Items = uncarried(list.Items, m.carried)
 	return list, nil
 }
 
 func (m filteredMutators) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	return m.view.watch(m.key, opts, func() (watch.Interface, error) { return m.NamespaceableResourceInterface.Watch(ctx, opts) }, m.carried)
+}
+
+// uncarried keeps, in place, the items carried does not report: one filter
+// for the lists of every kind the plugins read.
+func uncarried[T any, PT interface {
+	*T
+	metav1.Object
+}](items []T, carried func(metav1.Object) bool) []T {
+	kept := items[:0]
+	for i := range items {
+		if !carried(PT(&items[i])) {
+			kept = append(kept, items[i])
+		}
+	}
+	return kept
 }
