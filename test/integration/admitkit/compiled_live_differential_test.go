@@ -31,6 +31,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -85,7 +86,10 @@ func TestCompiledLiveIsThePlugins(t *testing.T) {
 	cases, scanned := liveCases(t, live, seed, n)
 	var rounds []*liveRound
 	for first := 0; first < len(cases); first += liveCasesPerRound {
-		rounds = append(rounds, newLiveRound(t, live, cases[first:min(first+liveCasesPerRound, len(cases))]))
+		// Every other round has a preset the compiler refuses beside the
+		// ones it compiles.
+		sized := len(rounds)%2 == 1
+		rounds = append(rounds, newLiveRound(t, live, cases[first:min(first+liveCasesPerRound, len(cases))], sized))
 	}
 	t.Logf("%d of the first %d generated cases mix compiled and refused sources; the plugins' side done %s after the start",
 		len(cases), scanned, time.Since(start).Round(time.Millisecond))
@@ -157,8 +161,10 @@ func startLiveServer(t *testing.T) (*policyServer, *framework.Webhook) {
 
 // liveCases are the first n generated cases whose objects, as the server
 // stores them and compiled alone, give at least one compiled source and one
-// refused, with the state the server stores of each; and how many were
-// scanned to find them.
+// refused, with a preset among them (the server refuses many generated
+// presets, and a case of mutators alone leaves the presets' side of the
+// mode unexercised); with the state the server stores of each; and how
+// many were scanned to find them.
 func liveCases(t *testing.T, live *policyServer, seed uint64, n int) ([]compiledCase, int) {
 	t.Helper()
 	var out []compiledCase
@@ -172,7 +178,7 @@ func liveCases(t *testing.T, live *policyServer, seed uint64, n int) ([]compiled
 		a, state := storedState(t, live, c.state)
 		a.Close()
 		r := compiler.Compile(compilerSources(t, state))
-		if len(r.Compiled) == 0 || len(r.Refused) == 0 {
+		if len(r.Compiled) == 0 || len(r.Refused) == 0 || len(state.Presets)+len(state.ClusterPresets) == 0 {
 			continue
 		}
 		c.state = state
@@ -194,10 +200,11 @@ type liveRound struct {
 
 // newLiveRound puts the cases' states together, as the server stores them
 // (storedState: a mutator of one case may be in a schema conflict with
-// another's), and creates each object as the plugins admit it and as sent,
-// with dry run, while the server holds no source (so neither a policy nor
-// the webhook plugins change them).
-func newLiveRound(t *testing.T, live *policyServer, cases []compiledCase) *liveRound {
+// another's), with a sized preset (withSizedPreset) when sized is true, and
+// creates each object as the plugins admit it and as sent, with dry run,
+// while the server holds no source (so neither a policy nor the webhook
+// plugins change them).
+func newLiveRound(t *testing.T, live *policyServer, cases []compiledCase, sized bool) *liveRound {
 	t.Helper()
 	r := &liveRound{name: cases[0].name + "-" + cases[len(cases)-1].name, cases: cases}
 	var all offline.Inputs
@@ -206,6 +213,9 @@ func newLiveRound(t *testing.T, live *policyServer, cases []compiledCase) *liveR
 		all.ClusterPresets = append(all.ClusterPresets, c.state.ClusterPresets...)
 		all.Namespaces = append(all.Namespaces, c.state.Namespaces...)
 		all.Mutators = append(all.Mutators, c.state.Mutators...)
+	}
+	if sized {
+		all = withSizedPreset(t, all)
 	}
 	r.admitter, r.state = storedState(t, live, all)
 	t.Cleanup(r.admitter.Close)
@@ -217,6 +227,32 @@ func newLiveRound(t *testing.T, live *policyServer, cases []compiledCase) *liveR
 		}
 	}
 	return r
+}
+
+// withSizedPreset adds to in a copy of its first preset, enforced, with a
+// volume the compiler refuses (an emptyDir's sizeLimit is a quantity, which
+// the plugin compares by value and CEL could only by text): the copy
+// selects the pods the original selects, and the plugin applies a pod's
+// presets all or none, so the compiler must leave on the webhook every
+// preset it can meet there, the ones it compiles otherwise too.
+func withSizedPreset(t *testing.T, in offline.Inputs) offline.Inputs {
+	t.Helper()
+	sized := corev1.Volume{Name: "sized", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptrTo(resource.MustParse("1Gi"))}}}
+	switch {
+	case len(in.Presets) > 0:
+		p := in.Presets[0].DeepCopy()
+		p.Name += "-sized"
+		p.Spec.Mode, p.Spec.Volumes = "", append(p.Spec.Volumes, sized)
+		in.Presets = append(slices.Clone(in.Presets), p)
+		t.Logf("PodPreset %s/%s is %s with a sized volume", p.Namespace, p.Name, in.Presets[0].Name)
+	case len(in.ClusterPresets) > 0:
+		p := in.ClusterPresets[0].DeepCopy()
+		p.Name += "-sized"
+		p.Spec.Mode, p.Spec.Volumes = "", append(p.Spec.Volumes, sized)
+		in.ClusterPresets = append(slices.Clone(in.ClusterPresets), p)
+		t.Logf("ClusterPodPreset %s is %s with a sized volume", p.Name, in.ClusterPresets[0].Name)
+	}
+	return in
 }
 
 // livePods are more pods for case i in namespace ns, from the generators
