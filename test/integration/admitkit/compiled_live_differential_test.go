@@ -411,7 +411,9 @@ func runLiveRound(t *testing.T, live *policyServer, w *framework.Webhook, r *liv
 			}
 			if d := cmp.Diff(r.plugins[i][j], got); d != "" {
 				agreed = false
-				t.Errorf("case %s, %s: the live mode (compiled policies and webhook) and the plugins disagree (-plugins +live):\n%s", c.name, describeCreate(obj), d)
+				// cmp shortens long strings; warnings are read whole.
+				t.Errorf("case %s, %s: the live mode (compiled policies and webhook) and the plugins disagree (-plugins +live):\n%s\nwarnings of the plugins: %q\nwarnings of the live mode: %q",
+					c.name, describeCreate(obj), d, r.plugins[i][j].Warnings, got.Warnings)
 				continue
 			}
 			tally.Agreeing++
