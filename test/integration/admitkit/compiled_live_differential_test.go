@@ -498,7 +498,11 @@ func settleLive(t *testing.T, live *policyServer, w *framework.Webhook) liveSett
 		steps   []string
 	)
 	start := time.Now()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	// Two minutes: the webhook plugins' informers list again each time
+	// what the policies carry changes, after client-go's reflector backoff,
+	// which grows to between 30 and 60 seconds while the changes come
+	// within two minutes of each other (more cases than CI's).
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 		was := why
 		why, settled = liveState(t, live, w)
 		if why != was && why != "" {
