@@ -37,10 +37,12 @@ import (
 	"github.com/admitkit/admitkit/test/integration/framework"
 )
 
-// policyServer is upstream's kube-apiserver with nothing of admitkit in it
-// or beside it: unlike the package's stock host, no admitkit webhook is
-// configured, so that what a pod gets there comes from kube-apiserver and
-// the compiled policies alone.
+// policyServer is upstream's kube-apiserver with nothing of admitkit in it:
+// for TestCompiledIsThePlugins nothing of admitkit beside it either (unlike
+// the package's stock host, no admitkit webhook is configured), so that
+// what a pod gets there comes from kube-apiserver and the compiled policies
+// alone; for TestCompiledLiveIsThePlugins, the webhook server in its
+// compiled-policies mode beside it.
 type policyServer struct {
 	server *framework.Server
 	client kubernetes.Interface
@@ -70,6 +72,13 @@ func startPolicyServer(t *testing.T) *policyServer {
 		}
 	})
 	t.Logf("upstream's kube-apiserver ready in %s", time.Since(start).Round(time.Millisecond))
+	return newPolicyServer(t, srv)
+}
+
+// newPolicyServer is srv, checked as startPolicyServer checks it, with the
+// probe's namespace: what else runs beside srv is the caller's to say.
+func newPolicyServer(t *testing.T, srv *framework.Server) *policyServer {
+	t.Helper()
 	client := framework.KubeClient(t, srv.AdminConfig())
 	resources, err := client.Discovery().ServerResourcesForGroupVersion(admissionregistrationv1.SchemeGroupVersion.String())
 	if err != nil {
