@@ -18,6 +18,8 @@ package compiler
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -82,7 +84,10 @@ import (
 // writes, so that a walk looking for one finds none and goes to the end;
 // and it carries the labels, and its namespace the labels and the name,
 // that the compiled presets and mutators select (referenceLabels,
-// referenceNamespace), so that their guarded branches run. It is not a
+// referenceNamespace), so that their guarded branches run (a mutator
+// matching namespaces or names by pattern runs its branch only where the
+// pattern takes the reference's: the namespace with the most PodPresets,
+// or "reference", and the pod "reference"). It is not a
 // proof for every pod: a pod larger in some list than the reference may
 // cost more than the limits, and then the policy refuses a pod the plugin
 // admits. What it gives is a margin, written down: every compiled policy
@@ -164,7 +169,10 @@ func referenceNamespace(src Sources, labels map[string]string) *corev1.Namespace
 			name, most = ns, n
 		}
 	}
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: maps.Clone(labels)}}
+	// kube-apiserver labels every namespace with its name.
+	ns.Labels[corev1.LabelMetadataName] = name
+	return ns
 }
 
 // referencePod is a pod of referenceShape in namespace ns with labels.
@@ -270,20 +278,62 @@ func measure(r Result, src Sources, only string, describe bool) []policyCost {
 	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk, VersionedObject: admission.NewLazyObject(pod)}
 	e := &evaluation{attrs: va, request: plugincel.CreateAdmissionRequest(attrs, metav1.GroupVersionResource(gvr), metav1.GroupVersionKind(gvk)), namespace: ns, describe: describe}
 
+	ref := struct {
+		Namespace                 string
+		PodLabels, NamespaceLabel map[string]string
+		Describe                  bool
+	}{ns.Name, podLabels, nsLabels, describe}
 	var out []policyCost
 	for i := range r.MutatingPolicies {
 		p := &r.MutatingPolicies[i]
 		if (only == "" || only == p.Name) && appliesToPodCreates(p.Spec.MatchConstraints) {
-			out = append(out, e.mutating(p))
+			out = append(out, costs.get(p.Name, p.Spec, ref, func() policyCost { return e.mutating(p) }))
 		}
 	}
 	for i := range r.ValidatingPolicies {
 		p := &r.ValidatingPolicies[i]
 		if (only == "" || only == p.Name) && appliesToPodCreates(p.Spec.MatchConstraints) {
-			out = append(out, e.validating(p))
+			out = append(out, costs.get(p.Name, p.Spec, ref, func() policyCost { return e.validating(p) }))
 		}
 	}
 	return out
+}
+
+// costs keeps what policies cost on their reference pods across calls:
+// the live mode compiles the same objects again on every change of one,
+// and the bound's rounds compile unchanged policies again.
+var costs = &costCache{}
+
+// costCache is a bounded memo of policyCost by the policy's name and
+// spec and the reference.
+type costCache struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte]policyCost
+}
+
+// costCacheSize bounds the memo; when full it starts again.
+const costCacheSize = 256
+
+func (c *costCache) get(name string, spec, ref any, measure func() policyCost) policyCost {
+	data, err := json.Marshal([]any{name, spec, ref})
+	if err != nil {
+		return measure()
+	}
+	key := sha256.Sum256(data)
+	c.mu.Lock()
+	p, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return p
+	}
+	p = measure()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= costCacheSize {
+		c.m = map[[sha256.Size]byte]policyCost{}
+	}
+	c.m[key] = p
+	return p
 }
 
 // appliesToPodCreates reports whether kube-apiserver sends a pod create
@@ -573,6 +623,10 @@ func boundCost(src Sources) Result {
 			// Every policy carries a source; should one not, refusing
 			// what it may carry still ends the loop.
 			sources = r.Compiled
+		}
+		if len(sources) == 0 {
+			// Nothing compiled, so no policy is due: make none.
+			return Result{Refused: r.Refused}
 		}
 		// overWith is why the policy does not fit with the first k of
 		// its sources, or nil.
