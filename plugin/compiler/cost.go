@@ -24,6 +24,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/google/cel-go/cel"
@@ -114,8 +115,8 @@ const referenceNamespaceName = "reference"
 // mutators matches, where it can: a matchLabels' own, an In
 // expression's first value, "reference" for Exists; NotIn and
 // DoesNotExist are met by leaving the key out. Where two selectors want
-// different values for a key, the first in src's order wins. podSel are
-// the selectors of pods, nsSel those of namespaces.
+// different values for a key, the first in src's order wins. pod are the
+// pod's labels, namespace its namespace's.
 func referenceLabels(src Sources) (pod, namespace map[string]string) {
 	pod, namespace = map[string]string{}, map[string]string{}
 	add := func(into map[string]string, sel *metav1.LabelSelector) {
@@ -429,8 +430,9 @@ func (e *evaluation) evaluate(env *environment.EnvSet, vars []admissionregistrat
 	if err != nil {
 		return nil, -1, err
 	}
-	varOpts := g.opts
-	varOpts.HasPatchTypes = false
+	// Both plugins compile a policy's variables once, with the
+	// authorizer and without the patch types.
+	varOpts := plugincel.OptionalVariableDeclarations{HasParams: g.opts.HasParams, HasAuthorizer: true}
 	for _, v := range vars {
 		c.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, varOpts, environment.StoredExpressions)
 	}
@@ -471,17 +473,17 @@ func (e *evaluation) charge(vars []admissionregistrationv1.Variable, g group) ex
 		one := g
 		one.path, one.items = g.items[i].path, g.items[i:i+1]
 		if cost, ok := e.measured(vars, one); ok && cost > celconfig.PerCallLimit {
-			out.Err = field.Forbidden(one.path, fmt.Sprintf("costs %d on the reference pod (the variables it reads first included), over the limit of %d kube-apiserver stops an expression at", cost, celconfig.PerCallLimit))
+			out.Err = field.Forbidden(one.path, fmt.Sprintf("costs %d on the reference pod (the variables it reads included), over the limit of %d kube-apiserver stops an expression at", cost, celconfig.PerCallLimit))
 		} else {
-			out.Err = field.Forbidden(one.path, fmt.Sprintf("fails on the reference pod: %v", r.Error))
+			out.Err = field.Forbidden(one.path, "fails on the reference pod: "+withoutExpression(r.Error.Error()))
 		}
 		return out
 	}
 	return out
 }
 
-// measured is what g costs on the reference with no limit on an
-// expression, if it evaluates there.
+// measured is what g costs on the reference with the limit on an
+// expression raised to a mutation's budget, if it evaluates there.
 func (e *evaluation) measured(vars []admissionregistrationv1.Variable, g group) (int64, bool) {
 	if !e.describe {
 		return 0, false
@@ -501,6 +503,16 @@ func (e *evaluation) measured(vars []admissionregistrationv1.Variable, g group) 
 		}
 	}
 	return budget - remaining, true
+}
+
+// withoutExpression is an evaluation error without the expression it
+// quotes first, which runs to kilobytes.
+func withoutExpression(msg string) string {
+	const quoted = "resulted in error: "
+	if i := strings.LastIndex(msg, quoted); i >= 0 {
+		return msg[i+len(quoted):]
+	}
+	return msg
 }
 
 func (e *evaluation) mutating(p *admissionregistrationv1.MutatingAdmissionPolicy) policyCost {
