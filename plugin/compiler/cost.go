@@ -422,19 +422,42 @@ type group struct {
 	ns *corev1.Namespace
 }
 
-// evaluate runs g's expressions on the reference with env, a compiler of
-// the policy's variables each time (kube-apiserver evaluates them afresh
-// for every group).
-func (e *evaluation) evaluate(env *environment.EnvSet, vars []admissionregistrationv1.Variable, g group, budget int64) ([]plugincel.EvaluationResult, int64, error) {
+// compilers are one policy's CEL compilers, one per environment, each
+// holding the policy's variables: as the policy plugins compile a policy
+// once, its variables with the authorizer and without the patch types.
+// Each group is evaluated with a composition context of its own, so the
+// variables are evaluated afresh for it, as kube-apiserver does.
+type compilers struct {
+	vars  []admissionregistrationv1.Variable
+	opts  plugincel.OptionalVariableDeclarations
+	byEnv map[*environment.EnvSet]*plugincel.CompositedCompiler
+}
+
+func newCompilers(vars []admissionregistrationv1.Variable, hasParams bool) *compilers {
+	return &compilers{vars: vars, opts: plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true},
+		byEnv: map[*environment.EnvSet]*plugincel.CompositedCompiler{}}
+}
+
+func (cs *compilers) of(env *environment.EnvSet) (*plugincel.CompositedCompiler, error) {
+	if c, ok := cs.byEnv[env]; ok {
+		return c, nil
+	}
 	c, err := plugincel.NewCompositedCompiler(env)
 	if err != nil {
-		return nil, -1, err
+		return nil, err
 	}
-	// Both plugins compile a policy's variables once, with the
-	// authorizer and without the patch types.
-	varOpts := plugincel.OptionalVariableDeclarations{HasParams: g.opts.HasParams, HasAuthorizer: true}
-	for _, v := range vars {
-		c.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, varOpts, environment.StoredExpressions)
+	for _, v := range cs.vars {
+		c.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, cs.opts, environment.StoredExpressions)
+	}
+	cs.byEnv[env] = c
+	return c, nil
+}
+
+// evaluate runs g's expressions on the reference with env's compiler.
+func (e *evaluation) evaluate(env *environment.EnvSet, cs *compilers, g group, budget int64) ([]plugincel.EvaluationResult, int64, error) {
+	c, err := cs.of(env)
+	if err != nil {
+		return nil, -1, err
 	}
 	// Authorization is not what the compiled policies read.
 	inputs := plugincel.OptionalVariableBindings{}
@@ -452,14 +475,14 @@ func (e *evaluation) evaluate(env *environment.EnvSet, vars []admissionregistrat
 
 // charge is what g costs on the reference as kube-apiserver charges it,
 // and why kube-apiserver would refuse the request, if it would.
-func (e *evaluation) charge(vars []admissionregistrationv1.Variable, g group) exprCost {
+func (e *evaluation) charge(cs *compilers, g group) exprCost {
 	out := exprCost{Path: g.path, Budget: g.budget, Cost: -1}
-	results, remaining, err := e.evaluate(costEnv(), vars, g, g.budget)
+	results, remaining, err := e.evaluate(costEnv(), cs, g, g.budget)
 	if err != nil {
 		// The budget ran out (or the request could not be bound, which
 		// the reference pod cannot cause).
 		msg := fmt.Sprintf("on the reference pod, %s", err)
-		if cost, ok := e.measured(vars, g); ok && cost > g.budget {
+		if cost, ok := e.measured(cs, g); ok && cost > g.budget {
 			msg = fmt.Sprintf("costs %d on the reference pod, over the budget of %d kube-apiserver gives it", cost, g.budget)
 		}
 		out.Err = field.Forbidden(g.path, msg)
@@ -472,7 +495,7 @@ func (e *evaluation) charge(vars []admissionregistrationv1.Variable, g group) ex
 		}
 		one := g
 		one.path, one.items = g.items[i].path, g.items[i:i+1]
-		if cost, ok := e.measured(vars, one); ok && cost > celconfig.PerCallLimit {
+		if cost, ok := e.measured(cs, one); ok && cost > celconfig.PerCallLimit {
 			out.Err = field.Forbidden(one.path, fmt.Sprintf("costs %d on the reference pod (the variables it reads included), over the limit of %d kube-apiserver stops an expression at", cost, celconfig.PerCallLimit))
 		} else {
 			out.Err = field.Forbidden(one.path, "fails on the reference pod: "+withoutExpression(r.Error.Error()))
@@ -484,7 +507,7 @@ func (e *evaluation) charge(vars []admissionregistrationv1.Variable, g group) ex
 
 // measured is what g costs on the reference with the limit on an
 // expression raised to a mutation's budget, if it evaluates there.
-func (e *evaluation) measured(vars []admissionregistrationv1.Variable, g group) (int64, bool) {
+func (e *evaluation) measured(cs *compilers, g group) (int64, bool) {
 	if !e.describe {
 		return 0, false
 	}
@@ -493,7 +516,7 @@ func (e *evaluation) measured(vars []admissionregistrationv1.Variable, g group) 
 		return 0, false
 	}
 	const budget = math.MaxInt64
-	results, remaining, err := e.evaluate(env, vars, g, budget)
+	results, remaining, err := e.evaluate(env, cs, g, budget)
 	if err != nil {
 		return 0, false
 	}
@@ -517,10 +540,11 @@ func withoutExpression(msg string) string {
 
 func (e *evaluation) mutating(p *admissionregistrationv1.MutatingAdmissionPolicy) policyCost {
 	out := policyCost{Kind: "MutatingAdmissionPolicy", Name: p.Name}
+	cs := newCompilers(p.Spec.Variables, p.Spec.ParamKind != nil)
 	spec := field.NewPath("spec")
 	opts := plugincel.OptionalVariableDeclarations{HasParams: p.Spec.ParamKind != nil, HasAuthorizer: true}
 	if g, ok := matchGroup(p.Spec.MatchConditions, opts); ok {
-		if out.add(e.charge(p.Spec.Variables, g)) {
+		if out.add(e.charge(cs, g)) {
 			return out
 		}
 	}
@@ -537,7 +561,7 @@ func (e *evaluation) mutating(p *admissionregistrationv1.MutatingAdmissionPolicy
 		default:
 			continue
 		}
-		if out.add(e.charge(p.Spec.Variables, group{path: path, items: []item{it}, opts: patchOpts,
+		if out.add(e.charge(cs, group{path: path, items: []item{it}, opts: patchOpts,
 			budget: celconfig.RuntimeCELCostBudget, mutation: true, ns: e.namespace})) {
 			return out
 		}
@@ -547,10 +571,11 @@ func (e *evaluation) mutating(p *admissionregistrationv1.MutatingAdmissionPolicy
 
 func (e *evaluation) validating(p *admissionregistrationv1.ValidatingAdmissionPolicy) policyCost {
 	out := policyCost{Kind: "ValidatingAdmissionPolicy", Name: p.Name}
+	cs := newCompilers(p.Spec.Variables, p.Spec.ParamKind != nil)
 	spec := field.NewPath("spec")
 	opts := plugincel.OptionalVariableDeclarations{HasParams: p.Spec.ParamKind != nil, HasAuthorizer: true}
 	if g, ok := matchGroup(p.Spec.MatchConditions, opts); ok {
-		if out.add(e.charge(p.Spec.Variables, g)) {
+		if out.add(e.charge(cs, g)) {
 			return out
 		}
 	}
@@ -574,13 +599,13 @@ func (e *evaluation) validating(p *admissionregistrationv1.ValidatingAdmissionPo
 			}
 			messages.items = append(messages.items, it)
 		}
-		charged := e.charge(p.Spec.Variables, validations)
+		charged := e.charge(cs, validations)
 		if out.add(charged) {
 			return out
 		}
 		if hasMessages {
 			messages.budget = celconfig.RuntimeCELCostBudget - charged.Cost
-			if out.add(e.charge(p.Spec.Variables, messages)) {
+			if out.add(e.charge(cs, messages)) {
 				return out
 			}
 		}
@@ -590,7 +615,7 @@ func (e *evaluation) validating(p *admissionregistrationv1.ValidatingAdmissionPo
 		for i, a := range p.Spec.AuditAnnotations {
 			audit.items = append(audit.items, item{spec.Child("auditAnnotations").Index(i).Child("valueExpression"), &validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}})
 		}
-		out.add(e.charge(p.Spec.Variables, audit))
+		out.add(e.charge(cs, audit))
 	}
 	return out
 }
