@@ -64,7 +64,7 @@ func benchPresets() []settingsv1alpha1.PodPreset {
 // of the four whose location names a key of its own (a label, an
 // annotation, two env vars), copy k named <name>-k and writing key-k or
 // KEY_k: test/bench/gatekeeper's hundred (its hundredMutators).
-func hundredMutators(t *testing.T) []*mutation.Mutator {
+func hundredMutators(t testing.TB) []*mutation.Mutator {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "pkg", "admission", "locationmutator", "testdata", "ten-pod-mutators.yaml"))
 	if err != nil {
@@ -99,7 +99,7 @@ func hundredMutators(t *testing.T) []*mutation.Mutator {
 	return out
 }
 
-func decodeMutator(t *testing.T, doc string) *mutation.Mutator {
+func decodeMutator(t testing.TB, doc string) *mutation.Mutator {
 	t.Helper()
 	m, err := mutation.Decode([]byte(doc))
 	if err != nil {
@@ -285,4 +285,37 @@ func admitReference(r compiler.Result, pod *corev1.Pod, ns *corev1.Namespace) er
 		}
 	}
 	return err
+}
+
+// BenchmarkCompileCost is what the CEL bound adds to Compile, for the
+// benchmark's five presets and ten mutators and for a hundred mutators:
+// Compile without the bound (the baseline), with it measuring every
+// policy (cold), and with what the policies cost already known (the live
+// mode compiling the same objects again).
+func BenchmarkCompileCost(b *testing.B) {
+	for _, set := range []struct {
+		name string
+		src  compiler.Sources
+	}{
+		{"5 presets, 10 mutators", compiler.Sources{Mutators: testdataMutators(b, "ten-pod-mutators.yaml"), PodPresets: benchPresets()}},
+		{"5 presets, 100 mutators", compiler.Sources{Mutators: hundredMutators(b), PodPresets: benchPresets()}},
+	} {
+		b.Run(set.name+"/unbounded", func(b *testing.B) {
+			for b.Loop() {
+				compiler.CompileUnbounded(set.src)
+			}
+		})
+		b.Run(set.name+"/cold", func(b *testing.B) {
+			for b.Loop() {
+				compiler.ForgetCosts()
+				compiler.Compile(set.src)
+			}
+		})
+		b.Run(set.name+"/known", func(b *testing.B) {
+			compiler.Compile(set.src)
+			for b.Loop() {
+				compiler.Compile(set.src)
+			}
+		})
+	}
 }

@@ -41,3 +41,11 @@ func Reference(src Sources) (*corev1.Pod, *corev1.Namespace) {
 	ns := referenceNamespace(src, nsLabels)
 	return referencePod(ns.Name, podLabels), ns
 }
+
+// ForgetCosts empties the memo of what policies cost, so that the next
+// Compile measures them again.
+func ForgetCosts() {
+	costs.mu.Lock()
+	defer costs.mu.Unlock()
+	costs.m = nil
+}
