@@ -42,6 +42,10 @@ type Sources struct {
 	// LocationMutator configuration's own. A compiled mutator whose order
 	// with one of them may matter is refused, and left to the plugin too.
 	Held []*mutation.Mutator
+
+	// overBudget are the sources Compile refused for their policy's CEL
+	// cost (boundCost), with why.
+	overBudget map[Source]field.ErrorList
 }
 
 // Source names one object Compile read.
@@ -72,11 +76,9 @@ type Result struct {
 	Refused []Refusal
 }
 
-// Compile compiles every object in src that compiles exactly, and refuses the
-// rest.
+// Compile compiles every object in src that compiles exactly, and within
+// kube-apiserver's CEL cost limits (boundCost), and refuses the rest.
 func Compile(src Sources) Result {
-	var r Result
-	compilePresets(src, &r)
-	compileMutators(src, &r)
-	return r
+	src.overBudget = nil
+	return boundCost(src)
 }

@@ -276,7 +276,7 @@ func toYAML(v any) string {
 
 // testdataMutators decodes every mutator of a LocationMutator testdata
 // file, as the plugin's static source does.
-func testdataMutators(t *testing.T, name string) []*mutation.Mutator {
+func testdataMutators(t testing.TB, name string) []*mutation.Mutator {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "pkg", "admission", "locationmutator", "testdata", name))
 	if err != nil {

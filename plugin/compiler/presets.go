@@ -127,6 +127,7 @@ func compilePresets(src Sources, r *Result) {
 		if errs := presetRefusal(p); len(errs) > 0 {
 			own[p] = errs
 		}
+		own[p] = append(own[p], src.overBudget[p.src]...)
 	}
 	for p, errs := range rejectRefusals(enforced) {
 		own[p] = append(own[p], errs...)
