@@ -18,6 +18,7 @@ package compiler
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -32,8 +33,10 @@ import (
 
 // presetPolicy is what the compiled presets make.
 type presetPolicy struct {
-	mutating        admissionregistrationv1.MutatingAdmissionPolicy
-	mutatingBinding admissionregistrationv1.MutatingAdmissionPolicyBinding
+	// mutating is nil, and so are the validating and warning policies,
+	// when no compiled preset is enforced.
+	mutating        *admissionregistrationv1.MutatingAdmissionPolicy
+	mutatingBinding *admissionregistrationv1.MutatingAdmissionPolicyBinding
 	// validating is nil unless a compiled preset's conflictPolicy is
 	// Reject.
 	validating        *admissionregistrationv1.ValidatingAdmissionPolicy
@@ -41,6 +44,10 @@ type presetPolicy struct {
 	// warning warns of a conflict that leaves the presets out.
 	warning        *admissionregistrationv1.ValidatingAdmissionPolicy
 	warningBinding *admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	// trials reports what the presets in Warn or Audit mode would do; nil
+	// when no compiled preset is in either.
+	trials        *admissionregistrationv1.ValidatingAdmissionPolicy
+	trialsBinding *admissionregistrationv1.ValidatingAdmissionPolicyBinding
 }
 
 // presetScope is where a list is merged: the pod (volumes), or each init
@@ -92,7 +99,10 @@ var (
 
 // presetCEL builds the expressions of one set of compiled presets.
 type presetCEL struct {
-	presets  []*presetIn
+	presets []*presetIn
+	// vars are the CEL variables, preset by preset, that hold whether it
+	// selects the pod.
+	vars     []string
 	families []family // every preset's items, family by family, in preset order
 	// tooLong holds the items whose condition grew past maxCondition.
 	tooLong map[*presetIn][]*field.Path
@@ -105,8 +115,8 @@ type presetCEL struct {
 // this is left to the plugin.
 const maxCondition = 16 << 10
 
-func newPresetCEL(presets []*presetIn) *presetCEL {
-	b := &presetCEL{presets: presets, tooLong: map[*presetIn][]*field.Path{}}
+func newPresetCEL(presets []*presetIn, vars []string) *presetCEL {
+	b := &presetCEL{presets: presets, vars: vars, tooLong: map[*presetIn][]*field.Path{}}
 	for pi, p := range presets {
 		for fi, f := range familiesOf(p, pi) {
 			if pi == 0 {
@@ -133,12 +143,14 @@ func (b *presetCEL) scopes() []struct {
 	}
 }
 
-func matchVar(pi int) string { return fmt.Sprintf("variables.preset%d", pi) }
+// matchVarName names the variable that holds whether the compiled preset
+// pi selects the pod.
+func matchVarName(pi int) string { return fmt.Sprintf("preset%d", pi) }
 
 // active is the CEL condition that entry e's preset applies in scope s
 // (it selects the pod and picks the container c), "" when it never does.
 func (b *presetCEL) active(e *entry, s presetScope) string {
-	cond := matchVar(e.preset)
+	cond := b.vars[e.preset]
 	if s.picker == nil {
 		return cond
 	}
@@ -590,19 +602,19 @@ func anyContainer(field, cond string) string {
 	return "object.spec.?" + field + ".orValue([]).exists(c, " + cond + ")"
 }
 
-// matchVariables are the variables a policy's expressions read: the pod's
+// presetMatchVariables are the variables a policy's expressions read: the pod's
 // labels, the namespace's when a namespaceSelector reads them, and whether
-// each preset selects the pod, as preset0, preset1...
-func (b *presetCEL) matchVariables() []admissionregistrationv1.Variable {
+// each preset selects the pod, named names.
+func presetMatchVariables(presets []*presetIn, names []string) []admissionregistrationv1.Variable {
 	vars := []admissionregistrationv1.Variable{{Name: "labels", Expression: "object.metadata.?labels.orValue({})"}}
 	readsNamespace := false
-	for _, p := range b.presets {
+	for _, p := range presets {
 		readsNamespace = readsNamespace || p.cluster() && (len(p.namespaceSelector.MatchLabels) > 0 || len(p.namespaceSelector.MatchExpressions) > 0)
 	}
 	if readsNamespace {
 		vars = append(vars, admissionregistrationv1.Variable{Name: "namespaceLabels", Expression: "namespaceObject.metadata.?labels.orValue({})"})
 	}
-	for pi, p := range b.presets {
+	for pi, p := range presets {
 		// presetRefusal refused every preset whose selectors do not
 		// convert: the errors cannot occur here.
 		selects, _ := celSelector(&p.spec.Selector, "variables.labels")
@@ -614,7 +626,7 @@ func (b *presetCEL) matchVariables() []admissionregistrationv1.Variable {
 			// without metadata.namespace is still in it.
 			where = "request.namespace == " + celString(p.src.Namespace)
 		}
-		vars = append(vars, admissionregistrationv1.Variable{Name: strings.TrimPrefix(matchVar(pi), "variables."), Expression: where + " && " + selects})
+		vars = append(vars, admissionregistrationv1.Variable{Name: names[pi], Expression: where + " && " + selects})
 	}
 	return vars
 }
@@ -640,17 +652,48 @@ func podCreates() *admissionregistrationv1.MatchResources {
 // buildPresetPolicy makes the policies of the compiled presets, in the
 // plugin's order, or returns the presets with items whose condition is
 // too long.
-func buildPresetPolicy(presets []*presetIn) (presetPolicy, map[*presetIn][]*field.Path) {
-	b := newPresetCEL(presets)
-	vars := b.matchVariables()
+func buildPresetPolicy(compiled []*presetIn) (presetPolicy, map[*presetIn][]*field.Path) {
+	var out presetPolicy
+	tooLong := map[*presetIn][]*field.Path{}
+	names := make([]string, len(compiled))
+	for pi := range compiled {
+		names[pi] = matchVarName(pi)
+	}
+	var enforced []*presetIn
+	var enforcedNames []string
+	for pi, p := range compiled {
+		if p.enforced() {
+			enforced, enforcedNames = append(enforced, p), append(enforcedNames, names[pi])
+		}
+	}
+	var b *presetCEL
+	if len(enforced) > 0 {
+		out, b = buildEnforced(enforced, enforcedNames)
+		maps.Copy(tooLong, b.tooLong)
+	}
+	if len(enforced) < len(compiled) {
+		out.trials, out.trialsBinding = buildTrials(compiled, names, b, tooLong)
+	}
+	if len(tooLong) > 0 {
+		return presetPolicy{}, tooLong
+	}
+	return out, nil
+}
+
+// buildEnforced makes the policies that apply the enforced presets, and
+// the CEL builder it made them with: their conflicts on a pod are what the
+// presets in Warn or Audit mode are tried against.
+func buildEnforced(presets []*presetIn, names []string) (presetPolicy, *presetCEL) {
+	vars := presetMatchVariables(presets, names)
+	b := newPresetCEL(presets, variablesOf(names))
 	var matched, conflicts, patches []string
 	for pi := range presets {
-		matched = append(matched, matchVar(pi))
+		matched = append(matched, b.vars[pi])
 	}
 	var annotations []string
 	for pi, p := range presets {
 		annotations = append(annotations, fmt.Sprintf(`(%s ? [JSONPatch{op: "add", path: %s, value: %s}] : [])`,
-			matchVar(pi), celString("/metadata/annotations/"+jsonPointerToken(p.annotationKey())), celString(p.resourceVersion)))
+			b.vars[pi], celString("/metadata/annotations/"+jsonPointerToken(p.annotationKey())), celString(p.resourceVersion)))
 	}
 	for _, sf := range b.scopes() {
 		conflict := b.conflict(sf.scope, sf.families)
@@ -671,7 +714,7 @@ func buildPresetPolicy(presets []*presetIn) (presetPolicy, map[*presetIn][]*fiel
 
 	meta := metav1.ObjectMeta{Name: presetPolicyName}
 	out := presetPolicy{
-		mutating: admissionregistrationv1.MutatingAdmissionPolicy{
+		mutating: &admissionregistrationv1.MutatingAdmissionPolicy{
 			ObjectMeta: meta,
 			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 				MatchConstraints: podCreates(),
@@ -691,30 +734,23 @@ func buildPresetPolicy(presets []*presetIn) (presetPolicy, map[*presetIn][]*fiel
 				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			},
 		},
-		mutatingBinding: admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		mutatingBinding: &admissionregistrationv1.MutatingAdmissionPolicyBinding{
 			ObjectMeta: meta,
 			Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: presetPolicyName},
 		},
 	}
 
-	var rejections, conflictMsgs, names []string
-	for _, sf := range b.scopes() {
-		rejects, all := b.rejections(sf.scope, sf.families), b.conflicts(sf.scope, sf.families)
-		if sf.scope.containers != "" {
-			rejects, all = inContainers(sf.scope.containers, rejects), inContainers(sf.scope.containers, all)
-		}
-		rejections = append(rejections, rejects)
-		conflictMsgs = append(conflictMsgs, all)
-	}
+	rejections, conflictMsgs := b.messages()
+	var presetNames []string
 	for pi, p := range presets {
-		names = append(names, "("+matchVar(pi)+" ? ["+celString(p.String())+"] : [])")
+		presetNames = append(presetNames, "("+b.vars[pi]+" ? ["+celString(p.String())+"] : [])")
 	}
 	// The match variables, without matched and conflict.
 	matchVars := vars[:len(vars)-2]
 	refuses := slices.ContainsFunc(presets, (*presetIn).rejects)
 	if refuses {
 		out.validating, out.validatingBinding = presetValidation(presetPolicyName,
-			append(slices.Clone(matchVars), admissionregistrationv1.Variable{Name: "rejections", Expression: celConcat(rejections)}),
+			append(slices.Clone(matchVars), admissionregistrationv1.Variable{Name: "rejections", Expression: rejections}),
 			admissionregistrationv1.Validation{
 				Expression:        "size(variables.rejections) == 0",
 				MessageExpression: podNameCEL + ` + " refused by pod presets whose conflictPolicy is Reject: " + ` + aggregateCEL("variables.rejections"),
@@ -724,11 +760,11 @@ func buildPresetPolicy(presets []*presetIn) (presetPolicy, map[*presetIn][]*fiel
 	// A conflict that refuses nothing leaves the presets out, and the
 	// plugin tells the pod's creator why in a warning.
 	warnVars := append(slices.Clone(matchVars),
-		admissionregistrationv1.Variable{Name: "conflicts", Expression: celConcat(conflictMsgs)},
-		admissionregistrationv1.Variable{Name: "presets", Expression: celConcat(names)})
+		admissionregistrationv1.Variable{Name: "conflicts", Expression: conflictMsgs},
+		admissionregistrationv1.Variable{Name: "presets", Expression: celConcat(presetNames)})
 	warnWhen := "size(variables.conflicts) == 0"
 	if refuses {
-		warnVars = append(warnVars, admissionregistrationv1.Variable{Name: "rejections", Expression: celConcat(rejections)})
+		warnVars = append(warnVars, admissionregistrationv1.Variable{Name: "rejections", Expression: rejections})
 		warnWhen += " || size(variables.rejections) > 0"
 	}
 	out.warning, out.warningBinding = presetValidation(presetPolicyName+"-conflicts", warnVars, admissionregistrationv1.Validation{
@@ -736,10 +772,32 @@ func buildPresetPolicy(presets []*presetIn) (presetPolicy, map[*presetIn][]*fiel
 		MessageExpression: `"pod presets not applied to " + ` + podNameCEL + ` + " because they conflict (none of " + variables.presets.join(", ") + " was applied): " + ` +
 			aggregateCEL("variables.conflicts"),
 	}, admissionregistrationv1.Warn)
-	if len(b.tooLong) > 0 {
-		return presetPolicy{}, b.tooLong
+	return out, b
+}
+
+// messages are the CEL lists of the plugin's messages, in its order, for
+// the conflicts that refuse the pod (those of Reject presets) and for
+// every conflict.
+func (b *presetCEL) messages() (rejections, conflicts string) {
+	var rejects, all []string
+	for _, sf := range b.scopes() {
+		r, c := b.rejections(sf.scope, sf.families), b.conflicts(sf.scope, sf.families)
+		if sf.scope.containers != "" {
+			r, c = inContainers(sf.scope.containers, r), inContainers(sf.scope.containers, c)
+		}
+		rejects = append(rejects, r)
+		all = append(all, c)
 	}
-	return out, nil
+	return celConcat(rejects), celConcat(all)
+}
+
+// variablesOf is the CEL reference of each variable named.
+func variablesOf(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "variables." + n
+	}
+	return out
 }
 
 // podNameCEL names the pod as the plugin does: Pod namespace/name, or

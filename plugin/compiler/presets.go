@@ -91,13 +91,15 @@ func (p *presetIn) yields() bool {
 }
 
 // compilePresets compiles src's PodPresets and ClusterPodPresets into r:
-// one MutatingAdmissionPolicy that applies them as the plugin does and,
-// when a compiled preset's conflictPolicy is Reject, one
-// ValidatingAdmissionPolicy that refuses the pods it refuses. A preset that
-// cannot be compiled exactly is refused, and so is every enforced preset
-// that can apply to the same pod as a refused enforced one: the plugin
-// applies a pod's presets all or none, which a split between the policy and
-// the plugin could not keep.
+// one MutatingAdmissionPolicy that applies the enforced ones as the plugin
+// does; when a compiled preset's conflictPolicy is Reject, one
+// ValidatingAdmissionPolicy that refuses the pods it refuses; and when a
+// compiled preset is in Warn or Audit mode, one that reports what it
+// would do (see buildTrials). A preset that cannot be compiled exactly is
+// refused, and so is every preset that can apply to the same pod as a
+// refused one: the plugin applies a pod's presets all or none, and tries
+// those in Warn or Audit mode together with the enforced ones, which a
+// split between the policies and the plugin could not keep.
 //
 // The policies give the pod the webhook host gives, which differs from
 // the plugin inside kube-apiserver in the same ways: both run after
@@ -112,31 +114,30 @@ func (p *presetIn) yields() bool {
 func compilePresets(src Sources, r *Result) {
 	presets, refused := collectPresets(src)
 	var enforced []*presetIn
-	// own holds each enforced preset's own reasons not to compile.
+	// own holds each preset's own reasons not to compile.
 	own := map[*presetIn]field.ErrorList{}
 	for _, p := range presets {
-		if !p.enforced() {
-			// A preset in Warn or Audit mode never changes a pod nor
-			// whether it is admitted: refusing it leaves the others
-			// exact.
-			refused = append(refused, Refusal{p.src, field.ErrorList{field.NotSupported(field.NewPath("spec", "mode"), p.spec.Mode,
-				[]string{string(settingsv1alpha1.ModeEnforce)})}})
-			continue
-		}
-		enforced = append(enforced, p)
 		if errs := presetRefusal(p); len(errs) > 0 {
 			own[p] = errs
 		}
 		own[p] = append(own[p], src.overBudget[p.src]...)
+		if p.enforced() {
+			enforced = append(enforced, p)
+		}
 	}
 	for p, errs := range rejectRefusals(enforced) {
 		own[p] = append(own[p], errs...)
+	}
+	for _, p := range presets {
+		if !p.enforced() {
+			own[p] = append(own[p], trialRefusal(p, presets)...)
+		}
 	}
 	var policy presetPolicy
 	var compiled []*presetIn
 	var kept []Refusal
 	for {
-		compiled, kept = keepApart(enforced, own, refused)
+		compiled, kept = keepApart(presets, own, refused)
 		if len(compiled) == 0 {
 			r.Refused = append(r.Refused, kept...)
 			return
@@ -154,14 +155,20 @@ func compilePresets(src Sources, r *Result) {
 		}
 	}
 	r.Refused = append(r.Refused, kept...)
-	r.MutatingPolicies = append(r.MutatingPolicies, policy.mutating)
-	r.MutatingBindings = append(r.MutatingBindings, policy.mutatingBinding)
-	if policy.validating != nil {
-		r.ValidatingPolicies = append(r.ValidatingPolicies, *policy.validating)
-		r.ValidatingBindings = append(r.ValidatingBindings, *policy.validatingBinding)
+	if policy.mutating != nil {
+		r.MutatingPolicies = append(r.MutatingPolicies, *policy.mutating)
+		r.MutatingBindings = append(r.MutatingBindings, *policy.mutatingBinding)
+		if policy.validating != nil {
+			r.ValidatingPolicies = append(r.ValidatingPolicies, *policy.validating)
+			r.ValidatingBindings = append(r.ValidatingBindings, *policy.validatingBinding)
+		}
+		r.ValidatingPolicies = append(r.ValidatingPolicies, *policy.warning)
+		r.ValidatingBindings = append(r.ValidatingBindings, *policy.warningBinding)
 	}
-	r.ValidatingPolicies = append(r.ValidatingPolicies, *policy.warning)
-	r.ValidatingBindings = append(r.ValidatingBindings, *policy.warningBinding)
+	if policy.trials != nil {
+		r.ValidatingPolicies = append(r.ValidatingPolicies, *policy.trials)
+		r.ValidatingBindings = append(r.ValidatingBindings, *policy.trialsBinding)
+	}
 	for _, p := range compiled {
 		r.Compiled = append(r.Compiled, p.src)
 	}
@@ -209,7 +216,7 @@ func collectPresets(src Sources) ([]*presetIn, []Refusal) {
 	return presets, refused
 }
 
-// presetRefusal is why an enforced preset cannot be compiled on its own.
+// presetRefusal is why a preset cannot be compiled on its own.
 func presetRefusal(p *presetIn) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
@@ -284,12 +291,12 @@ func meet(a, b *presetIn) bool {
 	return a.cluster() || b.cluster() || a.src.Namespace == b.src.Namespace
 }
 
-// keepApart compiles the enforced presets that can, and refuses, beside
-// those with reasons of their own, every enforced preset that can apply to
-// a pod together with a refused one.
-func keepApart(enforced []*presetIn, own map[*presetIn]field.ErrorList, refused []Refusal) ([]*presetIn, []Refusal) {
+// keepApart compiles the presets that can, and refuses, beside those with
+// reasons of their own, every preset that can apply to a pod together with
+// a refused one.
+func keepApart(presets []*presetIn, own map[*presetIn]field.ErrorList, refused []Refusal) ([]*presetIn, []Refusal) {
 	blocker := map[*presetIn]*presetIn{}
-	for _, p := range enforced {
+	for _, p := range presets {
 		if len(own[p]) > 0 {
 			blocker[p] = p
 		}
@@ -299,11 +306,11 @@ func keepApart(enforced []*presetIn, own map[*presetIn]field.ErrorList, refused 
 	// refusal then reaches further: repeat until nothing changes.
 	for changed := true; changed; {
 		changed = false
-		for _, p := range enforced {
+		for _, p := range presets {
 			if blocker[p] != nil {
 				continue
 			}
-			for _, q := range enforced {
+			for _, q := range presets {
 				if b := blocker[q]; b != nil && meet(p, q) {
 					blocker[p] = b
 					changed = true
@@ -313,7 +320,7 @@ func keepApart(enforced []*presetIn, own map[*presetIn]field.ErrorList, refused 
 		}
 	}
 	var compiled []*presetIn
-	for _, p := range enforced {
+	for _, p := range presets {
 		switch b := blocker[p]; {
 		case b == nil:
 			compiled = append(compiled, p)
@@ -321,7 +328,7 @@ func keepApart(enforced []*presetIn, own map[*presetIn]field.ErrorList, refused 
 			refused = append(refused, Refusal{p.src, own[p]})
 		default:
 			refused = append(refused, Refusal{p.src, field.ErrorList{field.Forbidden(field.NewPath("spec"), fmt.Sprintf(
-				"can apply to the same pods as %s, which is not compiled: the plugin applies a pod's presets all or none", describeSource(b.src)))}})
+				"can apply to the same pods as %s, which is not compiled: the plugin applies a pod's presets all or none, and tries those in Warn or Audit mode with them", describeSource(b.src)))}})
 		}
 	}
 	return compiled, refused

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,6 +45,7 @@ import (
 	"github.com/admitkit/admitkit/plugin/compilertest"
 	"github.com/admitkit/admitkit/plugin/fuzzobjectstest"
 	"github.com/admitkit/admitkit/plugin/pkg/admission/noderestriction"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/podpreset"
 	"github.com/admitkit/admitkit/plugin/webhook/offline"
 	"github.com/admitkit/admitkit/plugin/webhook/offline/defaults"
 	settingsadmission "github.com/admitkit/admitkit/registry/settings/admission"
@@ -54,8 +57,9 @@ const diffNamespace = "fuzz"
 // with the plugin's own fuzz generators, admits the pod once through the
 // PodPreset plugin (the offline host, which runs it as the webhook host
 // does) and once through the compiled policies (k8s.io/apiserver's own
-// policy plugins), and wants the same pod or a refusal on both sides, for
-// every case whose presets all compiled.
+// policy plugins), and wants the same pod or a refusal on both sides, the
+// same warnings and the same audit annotations (the trials of presets in
+// Warn and Audit mode), for every case whose presets all compiled.
 func TestPresetsAgreeWithThePlugin(t *testing.T) {
 	cases := 120
 	if testing.Short() {
@@ -64,9 +68,9 @@ func TestPresetsAgreeWithThePlugin(t *testing.T) {
 	for _, variant := range []struct {
 		name string
 		// compilable turns every preset into one the compiler takes on
-		// its own: Enforce mode, and no mounts for PresetWins.
-		compilable bool
-	}{{"as generated", false}, {"compilable policies and modes", true}} {
+		// its own: no mounts for PresetWins, and enforced unless trials.
+		compilable, trials bool
+	}{{"as generated", false, false}, {"compilable policies, enforced", true, false}, {"compilable policies and modes", true, true}} {
 		t.Run(variant.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(45, 1))
 			type testCase struct {
@@ -89,7 +93,7 @@ func TestPresetsAgreeWithThePlugin(t *testing.T) {
 					spec := specOf(obj)
 					makeValid(spec)
 					if variant.compilable {
-						makeCompilable(spec)
+						makeCompilable(spec, variant.trials)
 					}
 				}
 				all = append(all, testCase{n, objs, namespace, g.Pod()})
@@ -113,8 +117,9 @@ func TestPresetsAgreeWithThePlugin(t *testing.T) {
 			}
 			close(work)
 			wg.Wait()
-			t.Logf("%d cases generated, %d valid, %d compiled whole (%d with at least one preset), %d agreed (%d changed by presets, %d warned of a conflict, %d refused on both sides)",
-				cases, f.valid, f.compiled, f.withPresets, f.agreed, f.changed, f.warned, f.refusedBoth)
+			t.Logf("%d cases generated, %d valid, %d compiled whole (%d with at least one preset, %d with one in Warn or Audit mode), "+
+				"%d agreed (%d changed by presets, %d warned, %d with a trial in the audit annotation, %d refused on both sides)",
+				cases, f.valid, f.compiled, f.withPresets, f.withTrials, f.agreed, f.changed, f.warned, f.audited, f.refusedBoth)
 			if f.withPresets == 0 {
 				t.Error("no case with presets compiled")
 			}
@@ -124,8 +129,9 @@ func TestPresetsAgreeWithThePlugin(t *testing.T) {
 
 // figures count the cases; agreeOn adds to them from several goroutines.
 type figures struct {
-	mu                                                                 sync.Mutex
-	valid, compiled, withPresets, agreed, refusedBoth, changed, warned int
+	mu                                                            sync.Mutex
+	valid, compiled, withPresets, withTrials, agreed, refusedBoth int
+	changed, warned, audited                                      int
 }
 
 func (f *figures) add(counter *int) {
@@ -139,7 +145,7 @@ func (f *figures) add(counter *int) {
 // only reports errors, so that it can run off the test's goroutine.
 func agreeOn(t *testing.T, n int, f *figures, objs []runtime.Object, namespace *corev1.Namespace, pod *corev1.Pod) {
 	src, in := sourcesOf(objs)
-	want, wantWarnings, wantErr := admitWithPresetPlugin(in, namespace, pod)
+	want, wantWarnings, wantAudit, wantErr := admitWithPresetPlugin(in, namespace, pod)
 	if input := (*offline.InputError)(nil); errors.As(wantErr, &input) {
 		t.Errorf("case %d: a generated preset is invalid: %v", n, wantErr)
 		return
@@ -153,7 +159,32 @@ func agreeOn(t *testing.T, n int, f *figures, objs []runtime.Object, namespace *
 	if len(result.Compiled) > 0 {
 		f.add(&f.withPresets)
 	}
-	got, gotWarnings, gotErr := admitWithPolicies(result, namespace, pod)
+	if slices.ContainsFunc(objs, func(obj runtime.Object) bool { m := specOf(obj).Mode; return m == "Warn" || m == "Audit" }) {
+		f.add(&f.withTrials)
+	}
+	got, gotWarnings, gotAudit, gotErr := admitWithPolicies(result, namespace, pod)
+	// The plugin's audit annotation, as a webhook named after its domain
+	// returns it, is the policy's of the same name.
+	pluginAudit := map[string]string{}
+	for name, value := range wantAudit {
+		pluginAudit[strings.Split(podpreset.UnenforcedAnnotationKey, "/")[0]+"/"+name] = value
+	}
+	if diff := cmp.Diff(pluginAudit, gotAudit, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("case %d: the audit annotations differ (-plugin +policies):\n%s\npresets: %s\npod: %s", n, diff, dump(src), dump(pod))
+		return
+	}
+	if len(gotAudit) > 0 {
+		f.add(&f.audited)
+	}
+	// A policy's warning is the plugin's, after a prefix naming the
+	// policy; policies warn in no set order among themselves.
+	if diff := cmp.Diff(sorted(wantWarnings), sorted(withoutPolicyPrefix(gotWarnings)), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("case %d: the warnings differ (-plugin +policies):\n%s\npresets: %s\npod: %s", n, diff, dump(src), dump(pod))
+		return
+	}
+	if len(wantWarnings) > 0 {
+		f.add(&f.warned)
+	}
 	switch {
 	case wantErr != nil || gotErr != nil:
 		if wantErr == nil || gotErr == nil || !strings.HasSuffix(gotErr.Error(), pluginMessage(wantErr)) {
@@ -165,15 +196,6 @@ func agreeOn(t *testing.T, n int, f *figures, objs []runtime.Object, namespace *
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("case %d: the pods differ (-plugin +policies):\n%s\npresets: %s\npod: %s", n, diff, dump(src), dump(pod))
 			return
-		}
-		// A policy's warning is the plugin's, after a prefix naming the
-		// policy.
-		if len(wantWarnings) != len(gotWarnings) || len(wantWarnings) == 1 && !strings.HasSuffix(gotWarnings[0], ": "+wantWarnings[0]) {
-			t.Errorf("case %d: plugin warned %q, policies %q\npresets: %s\npod: %s", n, wantWarnings, gotWarnings, dump(src), dump(pod))
-			return
-		}
-		if len(wantWarnings) > 0 {
-			f.add(&f.warned)
 		}
 		for key := range want.Annotations {
 			if strings.HasPrefix(key, "podpreset.admission.kubernetes.io/podpreset-") || strings.HasPrefix(key, "podpreset.admission.kubernetes.io/clusterpodpreset-") {
@@ -224,10 +246,12 @@ func makeValid(spec *settingsv1alpha1.PodPresetSpec) {
 	}
 }
 
-// makeCompilable makes a generated preset one the compiler takes: Enforce
-// mode, and no mounts in a PresetWins preset.
-func makeCompilable(spec *settingsv1alpha1.PodPresetSpec) {
-	spec.Mode = ""
+// makeCompilable makes a generated preset one the compiler takes: no
+// mounts in a PresetWins preset, and Enforce mode unless trials.
+func makeCompilable(spec *settingsv1alpha1.PodPresetSpec, trials bool) {
+	if !trials {
+		spec.Mode = ""
+	}
 	if spec.ConflictPolicy == settingsv1alpha1.ConflictPolicyPresetWins {
 		spec.VolumeMounts = nil
 		if len(spec.Env)+len(spec.EnvFrom)+len(spec.Volumes) == 0 {
@@ -235,6 +259,19 @@ func makeCompilable(spec *settingsv1alpha1.PodPresetSpec) {
 		}
 	}
 }
+
+// policyPrefix is what kube-apiserver puts before a policy's warning.
+var policyPrefix = regexp.MustCompile(`^Validation failed for ValidatingAdmissionPolicy '[^']*' with binding '[^']*': `)
+
+func withoutPolicyPrefix(warnings []string) []string {
+	out := make([]string, len(warnings))
+	for i, w := range warnings {
+		out[i] = policyPrefix.ReplaceAllString(w, "")
+	}
+	return out
+}
+
+func sorted(ss []string) []string { return slices.Sorted(slices.Values(ss)) }
 
 // pluginMessage is the plugin's refusal without the status's prefix
 // (`pods "fuzz" is forbidden: `), which the policy's denial shares.
@@ -274,68 +311,68 @@ func sourcesOf(objs []runtime.Object) (compiler.Sources, offline.Inputs) {
 // admitWithPresetPlugin admits pod through the PodPreset plugin, as the webhook
 // host runs it. An error is a refusal, or an *offline.InputError for a
 // preset the API would refuse.
-func admitWithPresetPlugin(in offline.Inputs, namespace *corev1.Namespace, pod *corev1.Pod) (*corev1.Pod, []string, error) {
+func admitWithPresetPlugin(in offline.Inputs, namespace *corev1.Namespace, pod *corev1.Pod) (*corev1.Pod, []string, map[string]string, error) {
 	registry := admission.NewPlugins()
 	plugin.RegisterAllAdmissionPlugins(registry)
 	settingsadmission.Register(registry, nil)
 	gate := featuregate.NewFeatureGate()
 	if err := noderestriction.AddFeatureGates(gate); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	in.Namespaces = []*corev1.Namespace{namespace}
 	a, err := offline.New(context.Background(), offline.Options{Inputs: in, Plugins: registry, FeatureGates: gate,
 		EffectiveVersion: utilcompatibility.DefaultBuildEffectiveVersion(), Defaulter: defaults.NewScheme()})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer a.Close()
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pod)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	u := &unstructured.Unstructured{Object: raw}
 	u.SetAPIVersion("v1")
 	u.SetKind("Pod")
 	res, err := a.Admit(context.Background(), u, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if res.Refusal != nil {
-		return nil, nil, errors.New(res.Refusal.Message)
+		return nil, nil, nil, errors.New(res.Refusal.Message)
 	}
 	out := &corev1.Pod{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(res.Object.Object, out); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	out.TypeMeta = metav1.TypeMeta{}
-	return out, res.Warnings, nil
+	return out, res.Warnings, res.AuditAnnotations, nil
 }
 
 // admitWithPolicies admits pod through result's policies. An error is a
 // refusal, or the runner's own failure.
-func admitWithPolicies(result compiler.Result, namespace *corev1.Namespace, pod *corev1.Pod) (*corev1.Pod, []string, error) {
+func admitWithPolicies(result compiler.Result, namespace *corev1.Namespace, pod *corev1.Pod) (*corev1.Pod, []string, map[string]string, error) {
 	r, err := compilertest.New(result, namespace)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer r.Close()
-	obj, warnings, _, err := r.Admit(context.Background(), pod, admission.Create, namespace.Name)
+	obj, warnings, annotations, err := r.Admit(context.Background(), pod, admission.Create, namespace.Name)
 	// The policy plugins refuse requests until they have loaded the
 	// policies, as kube-apiserver's do; under load that can outlast the
 	// runner's start. Clients retry such a refusal, and so does the test.
 	for tries := 0; err != nil && strings.Contains(err.Error(), "not yet ready to handle request") && tries < 100; tries++ {
 		time.Sleep(50 * time.Millisecond)
-		obj, warnings, _, err = r.Admit(context.Background(), pod, admission.Create, namespace.Name)
+		obj, warnings, annotations, err = r.Admit(context.Background(), pod, admission.Create, namespace.Name)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, warnings, annotations, err
 	}
 	out, ok := obj.(*corev1.Pod)
 	if !ok {
-		return nil, nil, fmt.Errorf("the runner returned a %T", obj)
+		return nil, nil, nil, fmt.Errorf("the runner returned a %T", obj)
 	}
 	out.TypeMeta = metav1.TypeMeta{}
-	return out, warnings, nil
+	return out, warnings, annotations, nil
 }
 
 // TestPresetCasesAgreeWithThePlugin runs what the generators never make
@@ -429,6 +466,128 @@ func TestPresetCasesAgreeWithThePlugin(t *testing.T) {
 			}
 			if changed := f.changed == 1; changed != tt.changed {
 				t.Errorf("presets changed the pod: %v, want %v", changed, tt.changed)
+			}
+			if refused := f.refusedBoth == 1; refused != tt.refused {
+				t.Errorf("refused: %v, want %v", refused, tt.refused)
+			}
+		})
+	}
+}
+
+// TestPresetTrialsAgreeWithThePlugin runs through both sides the trials
+// of presets in Warn and Audit mode that the generators seldom make: more
+// warnings than the plugin sends, more changes than a warning lists, each
+// kind of outcome, a trial that fails as the enforced presets fail, a pod
+// the enforced presets refuse, items a pod holds twice, and a pod named by
+// its generateName. Each case also wants the plugin to say what it tests.
+func TestPresetTrialsAgreeWithThePlugin(t *testing.T) {
+	team := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"team": "a"}}}
+	env := func(pairs ...string) []corev1.EnvVar {
+		var out []corev1.EnvVar
+		for i := 0; i < len(pairs); i += 2 {
+			out = append(out, corev1.EnvVar{Name: pairs[i], Value: pairs[i+1]})
+		}
+		return out
+	}
+	pod := func(edit func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", Labels: map[string]string{"role": "frontend"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}}}
+		edit(p)
+		return p
+	}
+	preset := func(name string, mode settingsv1alpha1.Mode, policy settingsv1alpha1.ConflictPolicy, items []corev1.EnvVar) *settingsv1alpha1.PodPreset {
+		p := tracing(mode, name)
+		p.Spec.ConflictPolicy, p.Spec.Env = policy, items
+		return &p
+	}
+	var many []runtime.Object
+	for i := range 7 {
+		many = append(many, preset(fmt.Sprintf("try%d", i), settingsv1alpha1.ModeWarn, "", env(fmt.Sprintf("T%d", i), "x")))
+	}
+	var ten []string
+	for i := range 10 {
+		ten = append(ten, fmt.Sprintf("V%d", i), "x")
+	}
+	for _, tt := range []struct {
+		name    string
+		presets []runtime.Object
+		pod     *corev1.Pod
+		// says is in the plugin's audit annotation or a warning of its;
+		// "" wants neither.
+		says    string
+		refused bool
+	}{{
+		name:    "more presets in Warn mode than warnings sent",
+		presets: many,
+		pod:     pod(func(*corev1.Pod) {}),
+		says:    "more presets in Warn mode would change Pod shop/web: the audit log lists them",
+	}, {
+		name:    "more changes than a warning lists",
+		presets: []runtime.Object{preset("wide", settingsv1alpha1.ModeWarn, "", env(ten...))},
+		pod:     pod(func(*corev1.Pod) {}),
+		says:    `env "V7" in container "app" and 2 more in Pod shop/web`,
+	}, {
+		name:    "a Reject preset in Audit mode would refuse the pod",
+		presets: []runtime.Object{preset("strict", settingsv1alpha1.ModeAudit, settingsv1alpha1.ConflictPolicyReject, env("DB_PORT", "6379"))},
+		pod:     pod(func(p *corev1.Pod) { p.Spec.Containers[0].Env = env("DB_PORT", "5432") }),
+		says:    `PodPreset "strict" (Audit) would refuse the pod: PodPreset "strict": env "DB_PORT" conflicts with the one in container "app"`,
+	}, {
+		name: "a preset in Warn mode would leave every preset out",
+		presets: []runtime.Object{preset("database", "", "", env("DB_HOST", "db")),
+			preset("port", settingsv1alpha1.ModeWarn, "", env("DB_PORT", "6379"))},
+		pod:  pod(func(p *corev1.Pod) { p.Spec.Containers[0].Env = env("DB_PORT", "5432") }),
+		says: `would leave every preset out of the pod, conflicting: PodPreset "port": env "DB_PORT" conflicts with the one in container "app"`,
+	}, {
+		name: "a trial that fails as the enforced presets fail says nothing",
+		presets: []runtime.Object{preset("database", "", "", env("DB_PORT", "6379")),
+			preset("tracing", settingsv1alpha1.ModeWarn, "", env("OTEL", "on"))},
+		pod: pod(func(p *corev1.Pod) { p.Spec.Containers[0].Env = env("DB_PORT", "5432") }),
+	}, {
+		name: "a trial that fails more than the enforced presets names every conflict",
+		presets: []runtime.Object{preset("database", "", "", env("DB_PORT", "6379")),
+			preset("tracing", settingsv1alpha1.ModeWarn, "", env("OTEL", "on"))},
+		pod:  pod(func(p *corev1.Pod) { p.Spec.Containers[0].Env = env("DB_PORT", "5432", "OTEL", "off") }),
+		says: `[PodPreset "database": env "DB_PORT" conflicts with the one in container "app", PodPreset "tracing": env "OTEL" conflicts`,
+	}, {
+		name: "a pod the enforced presets refuse is tried by none",
+		presets: []runtime.Object{preset("database", "", settingsv1alpha1.ConflictPolicyReject, env("DB_PORT", "6379")),
+			preset("tracing", settingsv1alpha1.ModeWarn, "", env("OTEL", "on"))},
+		pod:     pod(func(p *corev1.Pod) { p.Spec.Containers[0].Env = env("DB_PORT", "5432") }),
+		refused: true,
+	}, {
+		name: "a PresetWins preset in Warn mode takes the place of items the pod holds twice",
+		presets: []runtime.Object{preset("database", "", "", env("DB_HOST", "db")),
+			preset("winner", settingsv1alpha1.ModeWarn, settingsv1alpha1.ConflictPolicyPresetWins, env("A", "3"))},
+		pod:  pod(func(p *corev1.Pod) { p.Spec.Containers[0].Env = env("A", "1", "B", "1", "A", "3", "B", "2", "A", "2") }),
+		says: `PodPreset "winner" (Warn) would set env "A" in container "app", env "A" in container "app", env "B" in container "app"`,
+	}, {
+		name: "a PodWins preset in Audit mode whose items the enforced presets set says nothing",
+		presets: []runtime.Object{preset("database", "", "", env("DB_HOST", "db")),
+			preset("loser", settingsv1alpha1.ModeAudit, settingsv1alpha1.ConflictPolicyPodWins, env("DB_HOST", "other"))},
+		pod: pod(func(*corev1.Pod) {}),
+	}, {
+		name: "a PodWins preset in Audit mode after a PodWins enforced one with its key says nothing",
+		presets: []runtime.Object{preset("database", "", settingsv1alpha1.ConflictPolicyPodWins, env("DB_HOST", "db")),
+			preset("loser", settingsv1alpha1.ModeAudit, settingsv1alpha1.ConflictPolicyPodWins, env("DB_HOST", "other", "DB_USER", "app"))},
+		pod:  pod(func(*corev1.Pod) {}),
+		says: `PodPreset "loser" (Audit) would set env "DB_USER" in container "app"`,
+	}, {
+		name:    "a pod named by its generateName",
+		presets: []runtime.Object{preset("tracing", settingsv1alpha1.ModeWarn, "", env("OTEL", "on"))},
+		pod:     pod(func(p *corev1.Pod) { p.Name, p.GenerateName = "", "web-" }),
+		says:    `PodPreset "tracing" is in Warn mode; enforced, it would set env "OTEL" in container "app" in Pod shop/web-*`,
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, in := sourcesOf(tt.presets)
+			_, warnings, audit, _ := admitWithPresetPlugin(in, team, tt.pod)
+			said := strings.Join(append(warnings, audit["unenforced-presets"]), "\n")
+			if tt.says == "" && audit["unenforced-presets"] != "" || !strings.Contains(said, tt.says) {
+				t.Fatalf("the plugin said %q, want %q", said, tt.says)
+			}
+			var f figures
+			agreeOn(t, 0, &f, tt.presets, team, tt.pod)
+			if f.compiled != 1 || f.agreed != 1 {
+				t.Fatalf("compiled whole %d of 1, the sides agree on %d of 1", f.compiled, f.agreed)
 			}
 			if refused := f.refusedBoth == 1; refused != tt.refused {
 				t.Errorf("refused: %v, want %v", refused, tt.refused)

@@ -18,6 +18,7 @@ package compiler_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,6 +37,7 @@ import (
 
 	settingsv1alpha1 "github.com/admitkit/admitkit/apis/settings/v1alpha1"
 	"github.com/admitkit/admitkit/plugin/compiler"
+	"github.com/admitkit/admitkit/plugin/pkg/admission/podpreset"
 )
 
 // dump is v as YAML, for a failure's message.
@@ -56,6 +58,19 @@ func database() settingsv1alpha1.PodPreset {
 			Env:          []corev1.EnvVar{{Name: "DB_PORT", Value: "6379"}},
 			Volumes:      []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 			VolumeMounts: []corev1.VolumeMount{{Name: "cache", MountPath: "/cache"}},
+		},
+	}
+}
+
+// tracing is a preset of the README's kind, with its own env var, in
+// mode.
+func tracing(mode settingsv1alpha1.Mode, name string) settingsv1alpha1.PodPreset {
+	return settingsv1alpha1.PodPreset{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", ResourceVersion: "9"},
+		Spec: settingsv1alpha1.PodPresetSpec{
+			Mode:     mode,
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"role": "frontend"}},
+			Env:      []corev1.EnvVar{{Name: "OTEL_EXPORTER_OTLP_ENDPOINT", Value: "http://collector.observability:4317"}},
 		},
 	}
 }
@@ -84,6 +99,8 @@ func TestPresetPolicies(t *testing.T) {
 		src            compiler.Sources
 		wantCompiled   []compiler.Source
 		wantValidating bool
+		// wantTrials wants the policy of the presets in Warn or Audit mode.
+		wantTrials bool
 	}{{
 		name:         "the README's preset",
 		src:          compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{database()}},
@@ -96,6 +113,13 @@ func TestPresetPolicies(t *testing.T) {
 		},
 		wantCompiled: []compiler.Source{{Kind: "PodPreset", Namespace: "shop", Name: "database"},
 			{Kind: "ClusterPodPreset", Name: "a-proxy"}, {Kind: "ClusterPodPreset", Name: "b-proxy"}},
+	}, {
+		name: "Warn and Audit modes add the trial policy",
+		src: compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{database(), tracing(settingsv1alpha1.ModeWarn, "tracing"),
+			tracing(settingsv1alpha1.ModeAudit, "tracing-audit")}},
+		wantCompiled: []compiler.Source{{Kind: "PodPreset", Namespace: "shop", Name: "database"},
+			{Kind: "PodPreset", Namespace: "shop", Name: "tracing"}, {Kind: "PodPreset", Namespace: "shop", Name: "tracing-audit"}},
+		wantTrials: true,
 	}, {
 		name:           "Reject adds the validating policy",
 		src:            compiler.Sources{ClusterPodPresets: []settingsv1alpha1.ClusterPodPreset{clusterPreset("proxy", settingsv1alpha1.ConflictPolicyReject)}},
@@ -118,6 +142,18 @@ func TestPresetPolicies(t *testing.T) {
 			want := []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}
 			if tt.wantValidating {
 				want = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny, admissionregistrationv1.Warn}
+			}
+			if tt.wantTrials {
+				// The trials warn and write the plugin's audit annotation,
+				// "<policy name>/<key>", and never refuse a pod.
+				want = append(want, admissionregistrationv1.Warn)
+				trials := r.ValidatingPolicies[len(r.ValidatingPolicies)-1]
+				if key := trials.Name + "/" + trials.Spec.AuditAnnotations[0].Key; key != podpreset.UnenforcedAnnotationKey {
+					t.Errorf("the trials' audit annotation is %s, want %s", key, podpreset.UnenforcedAnnotationKey)
+				}
+				if *trials.Spec.FailurePolicy != admissionregistrationv1.Ignore {
+					t.Errorf("the trials' failurePolicy is %s, want Ignore", *trials.Spec.FailurePolicy)
+				}
 			}
 			var got []admissionregistrationv1.ValidationAction
 			for i, b := range r.ValidatingBindings {
@@ -164,6 +200,13 @@ func validates(t *testing.T, policy *admissionregistrationv1.ValidatingAdmission
 			t.Errorf("%s: %v", policy.Name, err)
 		}
 	}
+	for _, a := range policy.Spec.AuditAnnotations {
+		for _, err := range c.CompileCondition([]plugincel.ExpressionAccessor{
+			&validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression},
+		}, opts, environment.StoredExpressions).CompilationErrors() {
+			t.Errorf("%s: %v", policy.Name, err)
+		}
+	}
 }
 
 func compilerWith(t *testing.T, vars []admissionregistrationv1.Variable) *plugincel.CompositedCompiler {
@@ -201,6 +244,8 @@ func TestPresetRefusals(t *testing.T) {
 	}
 	warned := database()
 	warned.Name, warned.Spec.Mode = "trial", settingsv1alpha1.ModeWarn
+	audited := database()
+	audited.Name, audited.Spec.Mode = "audited", settingsv1alpha1.ModeAudit
 	sized := database()
 	sized.Spec.Volumes[0].EmptyDir.SizeLimit = ptr.To(resource.MustParse("1Gi"))
 	badSelector := database()
@@ -222,12 +267,40 @@ func TestPresetRefusals(t *testing.T) {
 		src:         compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{withPolicy(database(), settingsv1alpha1.ConflictPolicyPresetWins)}},
 		wantRefused: map[string]string{"PodPreset shop/database": `spec.volumeMounts: Forbidden: volumeMounts of a PresetWins preset are not compiled`},
 	}, {
-		name: "a preset in Warn mode is refused alone",
+		name: "a preset in Warn mode sharing keys with an enforced one is refused, and takes it along",
 		src:  compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{database(), warned}},
 		wantRefused: map[string]string{
-			"PodPreset shop/trial": `spec.mode: Unsupported value: "Warn"`,
+			"PodPreset shop/trial":    `spec.env[0]: Forbidden: name is also the name of PodPreset "database"'s spec.env[0], which is enforced`,
+			"PodPreset shop/database": "can apply to the same pods as PodPreset shop/trial",
 		},
-		wantCompiled: 1,
+	}, {
+		name:         "a PodWins preset in Warn mode gives way to an enforced one's items",
+		src:          compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{database(), withPolicy(warned, settingsv1alpha1.ConflictPolicyPodWins)}},
+		wantCompiled: 2,
+	}, {
+		name: "a PodWins preset in Warn mode after a PodWins enforced one with its keys compiles",
+		src: compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{withPolicy(database(), settingsv1alpha1.ConflictPolicyPodWins),
+			withPolicy(warned, settingsv1alpha1.ConflictPolicyPodWins)}},
+		wantCompiled: 2,
+	}, {
+		name: "a PodWins preset in Warn mode before a PodWins enforced one with its keys is refused: its items would go first",
+		src: compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{withPolicy(database(), settingsv1alpha1.ConflictPolicyPodWins),
+			withPolicy(renamed(warned, "shop", "a-trial"), settingsv1alpha1.ConflictPolicyPodWins)}},
+		wantRefused: map[string]string{
+			"PodPreset shop/a-trial":  `spec.env[0]: Forbidden: name is also the name of PodPreset "database"'s spec.env[0], which is enforced`,
+			"PodPreset shop/database": "can apply to the same pods as PodPreset shop/a-trial",
+		},
+	}, {
+		name:         "presets in Warn and Audit mode alone compile into the trial policy only",
+		src:          compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{warned, audited}},
+		wantCompiled: 2,
+	}, {
+		name: "a refused preset in Audit mode takes the presets it meets along",
+		src:  compiler.Sources{PodPresets: []settingsv1alpha1.PodPreset{withPolicy(audited, settingsv1alpha1.ConflictPolicyPresetWins), renamed(database(), "shop", "other")}},
+		wantRefused: map[string]string{
+			"PodPreset shop/audited": `spec.volumeMounts: Forbidden`,
+			"PodPreset shop/other":   "can apply to the same pods as PodPreset shop/audited",
+		},
 	}, {
 		name: "a refused preset takes its namespace and the cluster presets with it, not other namespaces",
 		src: compiler.Sources{
@@ -305,8 +378,20 @@ func TestPresetRefusals(t *testing.T) {
 			if len(r.Compiled) != tt.wantCompiled {
 				t.Errorf("compiled %v, want %d", r.Compiled, tt.wantCompiled)
 			}
-			if (len(r.MutatingPolicies) > 0) != (tt.wantCompiled > 0) {
-				t.Errorf("%d mutating policies for %d compiled presets", len(r.MutatingPolicies), tt.wantCompiled)
+			// Only enforced presets mutate.
+			enforced := 0
+			for _, p := range tt.src.PodPresets {
+				if p.Spec.Mode == "" && slices.Contains(r.Compiled, compiler.Source{Kind: "PodPreset", Namespace: p.Namespace, Name: p.Name}) {
+					enforced++
+				}
+			}
+			for _, p := range tt.src.ClusterPodPresets {
+				if p.Spec.Mode == "" && slices.Contains(r.Compiled, compiler.Source{Kind: "ClusterPodPreset", Name: p.Name}) {
+					enforced++
+				}
+			}
+			if (len(r.MutatingPolicies) > 0) != (enforced > 0) {
+				t.Errorf("%d mutating policies for %d compiled enforced presets", len(r.MutatingPolicies), enforced)
 			}
 			for i := range r.MutatingPolicies {
 				compiles(t, &r.MutatingPolicies[i])

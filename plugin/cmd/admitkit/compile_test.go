@@ -60,7 +60,9 @@ func TestCompileExample(t *testing.T) {
 		kinds = append(kinds, obj.Kind+"/"+obj.Metadata.Name)
 	}
 	want := "MutatingAdmissionPolicy/admitkit-podpresets MutatingAdmissionPolicy/admitkit-mutators ValidatingAdmissionPolicy/admitkit-podpresets-conflicts " +
-		"MutatingAdmissionPolicyBinding/admitkit-podpresets MutatingAdmissionPolicyBinding/admitkit-mutators ValidatingAdmissionPolicyBinding/admitkit-podpresets-conflicts"
+		"ValidatingAdmissionPolicy/podpreset.admission.admitkit.io " +
+		"MutatingAdmissionPolicyBinding/admitkit-podpresets MutatingAdmissionPolicyBinding/admitkit-mutators ValidatingAdmissionPolicyBinding/admitkit-podpresets-conflicts " +
+		"ValidatingAdmissionPolicyBinding/podpreset.admission.admitkit.io"
 	if got := strings.Join(kinds, " "); got != want {
 		t.Errorf("printed %s, want %s", got, want)
 	}

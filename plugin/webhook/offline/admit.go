@@ -47,6 +47,9 @@ type Result struct {
 	Warnings []string
 	// Refusal is the status the server answers a refused create with.
 	Refusal *metav1.Status
+	// AuditAnnotations are the plugins' audit annotations, by name, as
+	// the webhook responses carry them.
+	AuditAnnotations map[string]string
 }
 
 // Admit judges obj as a create by requester (nil: an anonymous admin), a
@@ -172,6 +175,12 @@ func (a *Admitter) review(ctx context.Context, obj *unstructured.Unstructured, r
 			return nil, err
 		}
 		result.Warnings = append(result.Warnings, resp.Warnings...)
+		for k, v := range resp.AuditAnnotations {
+			if result.AuditAnnotations == nil {
+				result.AuditAnnotations = map[string]string{}
+			}
+			result.AuditAnnotations[k] = v
+		}
 		if !resp.Allowed {
 			result.Refusal = resp.Result
 			return result, nil
