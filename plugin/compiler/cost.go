@@ -28,6 +28,7 @@ import (
 	"sync"
 
 	"github.com/google/cel-go/cel"
+	celtypes "github.com/google/cel-go/common/types"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +43,7 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/environment"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/mutation"
 )
@@ -271,13 +273,7 @@ func (p policyCost) String() string {
 func measure(r Result, src Sources, only string, describe bool) []policyCost {
 	podLabels, nsLabels := referenceLabels(src)
 	ns := referenceNamespace(src, nsLabels)
-	pod := referencePod(ns.Name, podLabels)
-	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
-	gvr := corev1.SchemeGroupVersion.WithResource("pods")
-	attrs := admission.NewAttributesRecord(pod, nil, gvk, ns.Name, pod.Name, gvr, "", admission.Create,
-		&metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "reference", Groups: []string{user.AllAuthenticated}})
-	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk, VersionedObject: admission.NewLazyObject(pod)}
-	e := &evaluation{attrs: va, request: plugincel.CreateAdmissionRequest(attrs, metav1.GroupVersionResource(gvr), metav1.GroupVersionKind(gvk)), namespace: ns, describe: describe}
+	e := newEvaluation(referencePod(ns.Name, podLabels), ns, describe)
 
 	ref := struct {
 		Namespace                 string
@@ -293,7 +289,7 @@ func measure(r Result, src Sources, only string, describe bool) []policyCost {
 	}
 	for i := range r.ValidatingPolicies {
 		p := &r.ValidatingPolicies[i]
-		if (only == "" || only == p.Name) && appliesToPodCreates(p.Spec.MatchConstraints) {
+		if (only == "" || only == p.Name) && appliesToPodCreates(p.Spec.MatchConstraints) && mayRefuse(p, r.ValidatingBindings) {
 			out = append(out, costs.get(p.Name, p.Spec, ref, func() policyCost { return e.validating(p) }))
 		}
 	}
@@ -337,6 +333,24 @@ func (c *costCache) get(name string, spec, ref any, measure func() policyCost) p
 	return p
 }
 
+// mayRefuse reports whether a ValidatingAdmissionPolicy can refuse a
+// request: a binding of it denies, and its failurePolicy is Fail. One
+// that only warns or audits, or ignores its errors, changes what a
+// request is told when kube-apiserver stops it, not whether it is
+// admitted: the bound leaves it out (the README names what it then says
+// on pods beyond the reference).
+func mayRefuse(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding) bool {
+	if p.Spec.FailurePolicy != nil && *p.Spec.FailurePolicy == admissionregistrationv1.Ignore {
+		return false
+	}
+	for _, b := range bindings {
+		if b.Spec.PolicyName == p.Name && slices.Contains(b.Spec.ValidationActions, admissionregistrationv1.Deny) {
+			return true
+		}
+	}
+	return false
+}
+
 // appliesToPodCreates reports whether kube-apiserver sends a pod create
 // to a policy of these constraints (leaving out namespace and object
 // selectors, which the reference is built to meet).
@@ -375,6 +389,19 @@ func anyOf(list []string, want string) bool {
 }
 
 // evaluation is one create of the reference pod.
+var (
+	podKind     = corev1.SchemeGroupVersion.WithKind("Pod")
+	podResource = corev1.SchemeGroupVersion.WithResource("pods")
+)
+
+// newEvaluation is a create of pod in ns.
+func newEvaluation(pod *corev1.Pod, ns *corev1.Namespace, describe bool) *evaluation {
+	attrs := admission.NewAttributesRecord(pod, nil, podKind, ns.Name, pod.Name, podResource, "", admission.Create,
+		&metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "reference", Groups: []string{user.AllAuthenticated}})
+	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: podKind, VersionedObject: admission.NewLazyObject(pod)}
+	return &evaluation{attrs: va, request: plugincel.CreateAdmissionRequest(attrs, metav1.GroupVersionResource(podResource), metav1.GroupVersionKind(podKind)), namespace: ns, describe: describe}
+}
+
 type evaluation struct {
 	attrs     *admission.VersionedAttributes
 	request   *admissionv1.AdmissionRequest
@@ -420,6 +447,11 @@ type group struct {
 	mutation bool
 	// ns is namespaceObject (matchConditions have none).
 	ns *corev1.Namespace
+	// used says which items' results kube-apiserver uses, nil for all:
+	// it evaluates every messageExpression, but reads one only for a
+	// validation that fails, and an error in one it reads it logs, falling
+	// back to the validation's message.
+	used []bool
 }
 
 // compilers are one policy's CEL compilers, one per environment, each
@@ -490,7 +522,7 @@ func (e *evaluation) charge(cs *compilers, g group) exprCost {
 	}
 	out.Cost = g.budget - remaining
 	for i, r := range results {
-		if r.Error == nil {
+		if r.Error == nil || g.used != nil && !g.used[i] {
 			continue
 		}
 		one := g
@@ -550,23 +582,64 @@ func (e *evaluation) mutating(p *admissionregistrationv1.MutatingAdmissionPolicy
 	}
 	patchOpts := opts
 	patchOpts.HasPatchTypes = true
-	for i, m := range p.Spec.Mutations {
-		path := spec.Child("mutations").Index(i)
-		var it item
-		switch {
-		case m.JSONPatch != nil:
-			it = item{path.Child("jsonPatch", "expression"), &patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}}
-		case m.ApplyConfiguration != nil:
-			it = item{path.Child("applyConfiguration", "expression"), &patch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}}
-		default:
-			continue
-		}
-		if out.add(e.charge(cs, group{path: path, items: []item{it}, opts: patchOpts,
-			budget: celconfig.RuntimeCELCostBudget, mutation: true, ns: e.namespace})) {
-			return out
+	// Each mutation is evaluated on the pod as the ones before it left it;
+	// with reinvocationPolicy IfNeeded, kube-apiserver runs the policy a
+	// second time on what it made (it asks for that after any mutation),
+	// where the walks meet what the first run added.
+	passes := 1
+	if p.Spec.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy {
+		passes = 2
+	}
+	cur := e
+	for range passes {
+		for i, m := range p.Spec.Mutations {
+			path := spec.Child("mutations").Index(i)
+			var it item
+			switch {
+			case m.JSONPatch != nil:
+				it = item{path.Child("jsonPatch", "expression"), &patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}}
+			case m.ApplyConfiguration != nil:
+				it = item{path.Child("applyConfiguration", "expression"), &patch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}}
+			default:
+				continue
+			}
+			if out.add(cur.charge(cs, group{path: path, items: []item{it}, opts: patchOpts,
+				budget: celconfig.RuntimeCELCostBudget, mutation: true, ns: e.namespace})) {
+				return out
+			}
+			if m.JSONPatch != nil {
+				// An ApplyConfiguration (which the compiler does not make)
+				// would need the pod's schema to apply; the pod stays.
+				if next, err := cur.applied(cs, it.accessor, patchOpts); err == nil {
+					cur = next
+				}
+			}
 		}
 	}
 	return out
+}
+
+// podInterfaces are what a JSONPatch mutation decodes the patched pod with.
+var podInterfaces = admission.NewObjectInterfacesFromScheme(clientgoscheme.Scheme)
+
+// applied is the evaluation of the pod the mutation makes of e's.
+func (e *evaluation) applied(cs *compilers, mutation plugincel.ExpressionAccessor, opts plugincel.OptionalVariableDeclarations) (*evaluation, error) {
+	c, err := cs.of(costEnv())
+	if err != nil {
+		return nil, err
+	}
+	eval := c.CompileMutatingEvaluator(mutation, opts, environment.StoredExpressions)
+	obj, err := patch.NewJSONPatcher(eval).Patch(c.CreateContext(context.Background()), patch.Request{
+		MatchedResource: podResource, VersionedAttributes: e.attrs, ObjectInterfaces: podInterfaces, Namespace: e.namespace,
+	}, celconfig.RuntimeCELCostBudget)
+	if err != nil {
+		return nil, err
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("a mutation made a %T of the pod", obj)
+	}
+	return newEvaluation(pod, e.namespace, e.describe), nil
 }
 
 func (e *evaluation) validating(p *admissionregistrationv1.ValidatingAdmissionPolicy) policyCost {
@@ -605,6 +678,7 @@ func (e *evaluation) validating(p *admissionregistrationv1.ValidatingAdmissionPo
 		}
 		if hasMessages {
 			messages.budget = celconfig.RuntimeCELCostBudget - charged.Cost
+			messages.used = e.failing(cs, validations)
 			if out.add(e.charge(cs, messages)) {
 				return out
 			}
@@ -616,6 +690,20 @@ func (e *evaluation) validating(p *admissionregistrationv1.ValidatingAdmissionPo
 			audit.items = append(audit.items, item{spec.Child("auditAnnotations").Index(i).Child("valueExpression"), &validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}})
 		}
 		out.add(e.charge(cs, audit))
+	}
+	return out
+}
+
+// failing says which validations of g fail on the reference: those whose
+// messageExpression kube-apiserver reads.
+func (e *evaluation) failing(cs *compilers, g group) []bool {
+	out := make([]bool, len(g.items))
+	results, _, err := e.evaluate(costEnv(), cs, g, g.budget)
+	if err != nil {
+		return out
+	}
+	for i, r := range results {
+		out[i] = r.Error == nil && r.EvalResult != celtypes.True
 	}
 	return out
 }
