@@ -89,10 +89,10 @@ func mutationsOf(t *testing.T, r compiler.Result, values ...string) [][]string {
 }
 
 // TestMutatorBatches checks which consecutive mutators share a mutation:
-// those whose locations part below anything either may create, and not
-// those that may both create one missing parent, nor one that may create
-// a parent the other writes below. Each set must still give the plugin's
-// pod, on pods where the parents are there and where they are missing.
+// those whose locations part, even below a field both may create, and not
+// those that may both append one element, nor one that may create a field
+// the other tests. Each set must still give the plugin's pod, on pods
+// where the parents are there and where they are missing.
 func TestMutatorBatches(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -100,17 +100,17 @@ func TestMutatorBatches(t *testing.T) {
 		want string
 	}{{
 		// Both append to env, and both create it where it is missing:
-		// computed from one object, the second "add" of env would
-		// replace the first.
+		// each adds it empty before either appends.
 		name: "both may create env",
 		ms: []*mutation.Mutator{
 			podAssign(t, "a", "spec.containers[name:*].env[name:A].value", "va", "[]"),
 			podAssign(t, "b", "spec.containers[name:*].env[name:B].value", "vb", "[]"),
 		},
-		want: "[[va] [vb]]",
+		want: "[[va vb]]",
 	}, {
 		// Only the first may create env; after it, the second would
-		// write into the env it created.
+		// write into the env it created, where the batch's object has
+		// none to pass the second's test.
 		name: "one may create env the other must find",
 		ms: []*mutation.Mutator{
 			podAssign(t, "a", "spec.containers[name:*].env[name:A].value", "va", "[]"),
@@ -134,26 +134,44 @@ func TestMutatorBatches(t *testing.T) {
 			podAssignMetadata(t, "a", "metadata.labels.a", "la"),
 			podAssignMetadata(t, "b", "metadata.labels.b", "lb"),
 		},
-		want: "[[la] [lb]]",
+		want: "[[la lb]]",
 	}, {
-		// They part at metadata's fields; the walk would create metadata
-		// where it is missing, as for any field, so they stay apart.
 		name: "a label and an annotation",
 		ms: []*mutation.Mutator{
 			podAssignMetadata(t, "a", "metadata.annotations.a", "aa"),
 			podAssignMetadata(t, "b", "metadata.labels.b", "lb"),
 		},
-		want: "[[aa] [lb]]",
+		want: "[[aa lb]]",
 	}, {
-		// spec may be created by the first (the compiler cannot know
-		// that a pod always has one), so it writes alone.
+		// The first may create spec (the compiler does not assume that a
+		// pod always has one), the others write beside it.
 		name: "one may create spec",
 		ms: []*mutation.Mutator{
 			podAssign(t, "a", "spec.containers[name:*].workingDir", "wa", "[]"),
 			podAssign(t, "b", "spec.hostname", "hb", "[]"),
 			podAssign(t, "c", "spec.subdomain", "sc", "[]"),
 		},
-		want: "[[wa] [hb] [sc]]",
+		want: "[[wa hb sc]]",
+	}, {
+		// The first creates the security context and a field in it, the
+		// second the security context again: applied in run order, the
+		// second's empty context would replace the first's field before
+		// the first wrote into it; creations go shallowest first.
+		name: "creations at two depths",
+		ms: []*mutation.Mutator{
+			podAssign(t, "a", "spec.securityContext.seLinuxOptions.user", "ua", "[]"),
+			podAssign(t, "b", "spec.securityContext.supplementalGroupsPolicy", "gb", "[]"),
+		},
+		want: "[[ua gb]]",
+	}, {
+		// Both may append the container side; after the first, the
+		// second would write into it.
+		name: "both may append one element",
+		ms: []*mutation.Mutator{
+			podAssign(t, "a", "spec.containers[name:side].image", "ia", "[]"),
+			podAssign(t, "b", "spec.containers[name:side].workingDir", "wb", "[]"),
+		},
+		want: "[[ia] [wb]]",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := compileCase(t, tc.ms)

@@ -22,6 +22,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -496,11 +497,11 @@ func variables() []admissionregistrationv1.Variable {
 // mutation makes a JSONPatch of: flatten(), which gathers the patches of
 // list elements, is typed list(dyn) whatever its elements, and a list of
 // JSONPatch literals could not be typed back from it.
-func jsonPatch(op string, ptr pointer, value string) string {
+func jsonPatch(op string, ptr pointer, value string, phase int) string {
 	if value == "" {
 		value = "null"
 	}
-	return fmt.Sprintf("{\"op\": dyn(%q), \"path\": dyn(%s), \"value\": dyn(%s)}", op, ptr, value)
+	return fmt.Sprintf("{\"op\": dyn(%q), \"path\": dyn(%s), \"value\": dyn(%s), \"phase\": dyn(%d)}", op, ptr, value, phase)
 }
 
 // mutatingPolicy is the policy of the enforced mutators, in run order:
@@ -528,18 +529,42 @@ func mutatingPolicy(cs []*compiledMutator) admissionregistrationv1.MutatingAdmis
 		},
 	}
 	for _, batch := range batches(cs) {
-		parts := make([]string, len(batch))
-		for i, c := range batch {
-			g := c.gen
-			g.patch = jsonPatch
-			parts[i] = fmt.Sprintf("(%s ? %s : [])", c.guard, g.expression())
-		}
 		p.Spec.Mutations = append(p.Spec.Mutations, admissionregistrationv1.Mutation{
 			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
-			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: fmt.Sprintf("(%s).map(p, JSONPatch{op: string(p.op), path: string(p.path), value: p.value})", strings.Join(parts, " + "))},
+			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: fmt.Sprintf("%s.map(p, JSONPatch{op: string(p.op), path: string(p.path), value: p.value})", batchPatches(batch))},
 		})
 	}
 	return p
+}
+
+// batchPatches is the CEL list of the patches of a batch's mutators, each
+// computed from the object the batch finds, in the order they apply: the
+// creations of empty parents first, shallowest first (creation), then the
+// others in run order.
+func batchPatches(batch []*compiledMutator) string {
+	parts := make([]string, len(batch))
+	var phases []int
+	for i, c := range batch {
+		g := c.gen
+		g.emit = jsonPatch
+		parts[i] = fmt.Sprintf("(%s ? %s : [])", c.guard, g.expression())
+		for d := range g.nodes {
+			if g.createsMember(d) && !slices.Contains(phases, creation(d)) {
+				phases = append(phases, creation(d))
+			}
+		}
+	}
+	all := "(" + strings.Join(parts, " + ") + ")"
+	if len(batch) == 1 || len(phases) == 0 {
+		// One mutator's patches are in order already.
+		return all
+	}
+	slices.Sort(phases)
+	in := make([]string, 0, len(phases)+1)
+	for _, ph := range append(phases, 0) {
+		in = append(in, fmt.Sprintf("ops.filter(p, p.phase == %d)", ph))
+	}
+	return bind("ops", all, strings.Join(in, " + "))
 }
 
 // batches splits the enforced mutators, in run order, into runs of
@@ -552,7 +577,8 @@ func mutatingPolicy(cs []*compiledMutator) admissionregistrationv1.MutatingAdmis
 func batches(cs []*compiledMutator) [][]*compiledMutator {
 	var out [][]*compiledMutator
 	for _, c := range cs {
-		if n := len(out); n > 0 && !slices.ContainsFunc(out[n-1], func(b *compiledMutator) bool { return !batchable(b, c) }) {
+		if n := len(out); n > 0 && !slices.ContainsFunc(out[n-1], func(b *compiledMutator) bool { return !batchable(b, c) }) &&
+			utf8.RuneCountInString(batchPatches(append(slices.Clip(out[n-1]), c))) <= maxBatchExpression {
 			out[n-1] = append(out[n-1], c)
 			continue
 		}
@@ -560,6 +586,12 @@ func batches(cs []*compiledMutator) [][]*compiledMutator {
 	}
 	return out
 }
+
+// maxBatchExpression bounds the patches of one batch: kube-apiserver's
+// CEL parser refuses an expression of more than 100,000 code points
+// (cel-go's default, which kube-apiserver keeps), and the mutation adds a
+// few dozen to the patches.
+const maxBatchExpression = 100_000 - 1_000
 
 // batchable reports whether the patches of a and of b, which runs after
 // it, computed from one object and applied one after the other, are what
@@ -571,11 +603,13 @@ func batches(cs []*compiledMutator) [][]*compiledMutator {
 //     each writes in a subtree of its own; a patch only adds or removes a
 //     field there, replaces an element, or appends one with "/-", so
 //     neither moves what the other's pointers address;
-//   - and neither may create a node above that one: two mutators that
-//     both create a missing parent (env on a container) would each add
-//     it whole, the second overwriting the first; and one that creates it
-//     would let the other write below it where, in the object the batch
-//     found, there was nothing to write into.
+//   - and above that node, neither may append an element (a keyed
+//     selector finding none): the other would write into the element
+//     after it, and not append a second one. A field either creates is
+//     added empty before anything is written (batchPatches), and the walk
+//     writes below a missing field what it writes below an empty one, so
+//     b finds what it would have found after a's creation, save for a
+//     pathTest of that very field, which is a read MayAffect sees.
 //
 // Each's guard reads what keepConverging keeps every mutator from writing.
 func batchable(a, b *compiledMutator) bool {
@@ -590,7 +624,7 @@ func batchable(a, b *compiledMutator) bool {
 		return false
 	}
 	for d := range k {
-		if a.gen.creates(d) || b.gen.creates(d) {
+		if a.gen.createsElement(d) || b.gen.createsElement(d) {
 			return false
 		}
 	}
@@ -617,7 +651,7 @@ func addReport(r *Result, name string, mode mutation.Mode, cs []*compiledMutator
 	for _, c := range cs {
 		g := c.gen
 		// Only whether there would be a patch matters here.
-		g.patch = func(string, pointer, string) string { return "true" }
+		g.emit = func(string, pointer, string, int) string { return "true" }
 		id := c.m.ID()
 		p.Spec.Validations = append(p.Spec.Validations, admissionregistrationv1.Validation{
 			Expression: fmt.Sprintf("!(%s) || size(%s) == 0", c.guard, g.expression()),
