@@ -39,14 +39,14 @@ import (
 //   - a pathTest at a depth keeps the walk from going on there.
 //
 // A JSONPatch "add" must find the parent it adds into. Where the object
-// stops at a field, the field is first added empty (a creation, see
-// creation) and the rest of the location is then written into it as into
-// any empty value, which the generator knows at compile time to hold
-// nothing (emptyValue); an element a keyed selector appends is written
-// whole, as one value built at compile time (createElement). List elements
-// are addressed by the index CEL computes (transformList). Values are plain CEL maps and lists, never
-// Object{} literals (kubernetes#142181), each member wrapped in dyn() so
-// that a literal mixing types type-checks.
+// stops at a field, the field is first added empty (see creation) and the
+// rest of the location is then written into it, the generator knowing at
+// compile time that it holds nothing (emptyValue); an element a keyed
+// selector appends is written whole, one value built at compile time
+// (createElement). List elements are addressed by the index CEL computes
+// (transformList). Values are plain CEL maps and lists, never Object{}
+// literals (kubernetes#142181), each member wrapped in dyn() so that a
+// literal mixing types type-checks.
 
 // leaf is what a kind of mutator writes at the end of its location.
 type leaf interface {
