@@ -313,30 +313,31 @@ func (g *pathGen) list(i int, sel path.List, l string, ptr pointer) string {
 		return fmt.Sprintf("%s.transformList(%s, %s, %s).flatten()", l, ix, el, g.object(i+1, el, ptr.index(ix)))
 	}
 	keyed := fmt.Sprintf("(%s in %s && %s == %s)", celString(sel.KeyField), el, member(el, sel.KeyField), celLiteral(sel.KeyValue))
-	found := fmt.Sprintf("%s.exists(%s, %s)", l, el, keyed)
-	if l == emptyList {
-		found = "false"
-	}
-	var there, missing string
-	if last {
-		first := fmt.Sprintf("%s.transformList(%s, %s, %s, %s)[0]", l, ix, el, keyed, ix)
-		there = g.leaf.writeElement(g, l, first, ptr)
-		missing = none
-		if v, ok := g.leaf.create(g); ok {
-			missing = "[" + g.patch("add", ptr.text("/-"), v) + "]"
-		}
-	} else {
-		there = fmt.Sprintf("%s.transformList(%s, %s, %s, %s).flatten()", l, ix, el, keyed, g.object(i+1, el, ptr.index(ix)))
-		missing = none
+	missing := none
+	if g.cond(i) != mutationsv1.MustExist {
 		if v, ok := g.createElement(i, sel); ok {
 			missing = "[" + g.patch("add", ptr.text("/-"), v) + "]"
 		}
 	}
-	switch g.cond(i) {
-	case mutationsv1.MustExist:
-		missing = none
-	case mutationsv1.MustNotExist:
-		there = none
+	switch {
+	case l == emptyList:
+		return missing
+	case g.cond(i) == mutationsv1.MustNotExist:
+		return choose(fmt.Sprintf("%s.exists(%s, %s)", l, el, keyed), none, missing)
 	}
-	return choose(found, there, missing)
+	// The list is walked once: what each element with the key gives, and
+	// the element appended when there is none.
+	m := g.name("m")
+	if last {
+		write := g.leaf.writeElement(g, l, m+"[0]", ptr)
+		if write == none && missing == none {
+			return none
+		}
+		return bind(m, fmt.Sprintf("%s.transformList(%s, %s, %s, %s)", l, ix, el, keyed, ix), fmt.Sprintf("(size(%s) == 0 ? %s : %s)", m, missing, write))
+	}
+	each := fmt.Sprintf("%s.transformList(%s, %s, %s, %s)", l, ix, el, keyed, g.object(i+1, el, ptr.index(ix)))
+	if missing == none {
+		return each + ".flatten()"
+	}
+	return bind(m, each, fmt.Sprintf("(size(%s) == 0 ? %s : %s.flatten())", m, missing, m))
 }
