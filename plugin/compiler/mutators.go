@@ -29,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
@@ -106,7 +107,7 @@ func compileMutators(src Sources, r *Result) {
 		}
 	}
 	if len(enforced) > 0 {
-		r.MutatingPolicies = append(r.MutatingPolicies, mutatingPolicy(enforced))
+		r.MutatingPolicies = append(r.MutatingPolicies, mutatingPolicy(enforced, fitBatches(batches(enforced), src)))
 		r.MutatingBindings = append(r.MutatingBindings, admissionregistrationv1.MutatingAdmissionPolicyBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicyBinding"},
 			ObjectMeta: metav1.ObjectMeta{Name: MutatorsPolicyName},
@@ -504,10 +505,10 @@ func jsonPatch(op string, ptr pointer, value string, phase int) string {
 	return fmt.Sprintf("{\"op\": dyn(%q), \"path\": dyn(%s), \"value\": dyn(%s), \"phase\": dyn(%d)}", op, ptr, value, phase)
 }
 
-// mutatingPolicy is the policy of the enforced mutators, in run order:
-// one mutation per batch (batches), the patches of its mutators one after
-// another.
-func mutatingPolicy(cs []*compiledMutator) admissionregistrationv1.MutatingAdmissionPolicy {
+// mutatingPolicy is the policy of the enforced mutators cs, in run order:
+// one mutation per batch of bs (batches), the patches of its mutators one
+// after another.
+func mutatingPolicy(cs []*compiledMutator, bs [][]*compiledMutator) admissionregistrationv1.MutatingAdmissionPolicy {
 	fail := admissionregistrationv1.Fail
 	p := admissionregistrationv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
@@ -528,7 +529,7 @@ func mutatingPolicy(cs []*compiledMutator) admissionregistrationv1.MutatingAdmis
 			ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy,
 		},
 	}
-	for _, batch := range batches(cs) {
+	for _, batch := range bs {
 		p.Spec.Mutations = append(p.Spec.Mutations, admissionregistrationv1.Mutation{
 			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
 			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: fmt.Sprintf("%s.map(p, JSONPatch{op: string(p.op), path: string(p.path), value: p.value})", batchPatches(batch))},
@@ -586,6 +587,62 @@ func batches(cs []*compiledMutator) [][]*compiledMutator {
 	}
 	return out
 }
+
+// fitBatches cuts each batch whose mutation costs more than maxBatchCost
+// on the reference pod (measure) into batches that fit, each the longest
+// run of the rest that does. A batch's patches are one expression, which kube-apiserver stops
+// at celconfig.PerCallLimit, where the same mutators in mutations of
+// their own would each have that limit: a batch is filled to a quarter
+// of it only, so that pods up to four times the reference's size, in what
+// the batch walks, still pass. Consecutive mutators of a batch are a batch
+// too. A mutator that does not fit alone stays, for boundCost to refuse
+// if it passes the limit itself.
+func fitBatches(bs [][]*compiledMutator, src Sources) [][]*compiledMutator {
+	var out [][]*compiledMutator
+	for _, b := range bs {
+		out = append(out, fitBatch(b, src)...)
+	}
+	return out
+}
+
+func fitBatch(b []*compiledMutator, src Sources) [][]*compiledMutator {
+	var out [][]*compiledMutator
+	for len(b) > 0 {
+		// The longest run b[:n] that fits: one mutator always "fits".
+		n := len(b)
+		if !batchFits(b, src) {
+			lo, hi := 1, n
+			for hi-lo > 1 {
+				if mid := (lo + hi) / 2; batchFits(b[:mid], src) {
+					lo = mid
+				} else {
+					hi = mid
+				}
+			}
+			n = lo
+		}
+		out = append(out, b[:n])
+		b = b[n:]
+	}
+	return out
+}
+
+// batchFits reports whether the mutation of batch b, in a policy of its
+// own, stays within kube-apiserver's CEL limits on the reference pod.
+func batchFits(b []*compiledMutator, src Sources) bool {
+	trial := Result{MutatingPolicies: []admissionregistrationv1.MutatingAdmissionPolicy{mutatingPolicy(b, [][]*compiledMutator{b})}}
+	for _, p := range measure(trial, src, "", false) {
+		for _, g := range p.Groups {
+			if g.Err != nil || g.Cost > maxBatchCost {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// maxBatchCost is what one batch's mutation may cost on the reference pod.
+const maxBatchCost = celconfig.PerCallLimit / 4
 
 // maxBatchExpression bounds the patches of one batch: kube-apiserver's
 // CEL parser refuses an expression of more than 100,000 code points
