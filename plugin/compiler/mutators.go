@@ -107,7 +107,7 @@ func compileMutators(src Sources, r *Result) {
 		}
 	}
 	if len(enforced) > 0 {
-		r.MutatingPolicies = append(r.MutatingPolicies, mutatingPolicy(enforced, fitBatches(batches(enforced), src)))
+		r.MutatingPolicies = append(r.MutatingPolicies, mutatingPolicy(enforced, fitBatches(enforced, batches(enforced), src)))
 		r.MutatingBindings = append(r.MutatingBindings, admissionregistrationv1.MutatingAdmissionPolicyBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicyBinding"},
 			ObjectMeta: metav1.ObjectMeta{Name: MutatorsPolicyName},
@@ -588,57 +588,85 @@ func batches(cs []*compiledMutator) [][]*compiledMutator {
 	return out
 }
 
-// fitBatches cuts each batch whose mutation costs more than maxBatchCost
-// on the reference pod (measure) into batches that fit, each the longest
-// run of the rest that does. A batch's patches are one expression, which kube-apiserver stops
-// at celconfig.PerCallLimit, where the same mutators in mutations of
-// their own would each have that limit: a batch is filled to a quarter
-// of it only, so that pods up to four times the reference's size, in what
-// the batch walks, still pass. Consecutive mutators of a batch are a batch
-// too. A mutator that does not fit alone stays, for boundCost to refuse
-// if it passes the limit itself.
-func fitBatches(bs [][]*compiledMutator, src Sources) [][]*compiledMutator {
-	var out [][]*compiledMutator
-	for _, b := range bs {
-		out = append(out, fitBatch(b, src)...)
+// fitBatches cuts each batch of bs, the batches of cs, whose mutation
+// costs more than maxBatchCost on the reference pod (measure) into batches
+// that fit, each the longest run of the rest that does. A batch's patches
+// are one expression, which kube-apiserver stops at
+// celconfig.PerCallLimit, where the same mutators in mutations of their
+// own would each have that limit: a batch is filled to a quarter of it
+// only, so that pods up to four times the reference's size, in what the
+// batch walks, still pass. Consecutive mutators of a batch are a batch
+// too. The whole policy is measured first, as boundCost then measures it
+// again (the memo answers), so that a set whose batches fit costs no
+// more; a mutator, or a batch that fits alone but not after the others,
+// stays as it is, for boundCost to refuse what passes the limit.
+func fitBatches(cs []*compiledMutator, bs [][]*compiledMutator, src Sources) [][]*compiledMutator {
+	settled := map[*compiledMutator]bool{}
+	for {
+		i := overBatch(cs, bs, src, settled)
+		if i < 0 {
+			return bs
+		}
+		fitted := fitBatch(bs[i], src)
+		if len(fitted) == 1 {
+			settled[bs[i][0]] = true
+		}
+		bs = slices.Replace(bs, i, i+1, fitted...)
 	}
-	return out
 }
 
+// overBatch is the index of the first batch of bs, of more than one
+// mutator and not settled, whose mutation costs more than maxBatchCost, or
+// -1.
+func overBatch(cs []*compiledMutator, bs [][]*compiledMutator, src Sources, settled map[*compiledMutator]bool) int {
+	policy := Result{MutatingPolicies: []admissionregistrationv1.MutatingAdmissionPolicy{mutatingPolicy(cs, bs)}}
+	for _, p := range measure(policy, src, "", false) {
+		for _, g := range p.Groups {
+			if i := g.mutation - 1; i >= 0 && len(bs[i]) > 1 && !settled[bs[i][0]] && (g.Err != nil || g.Cost > maxBatchCost) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// fitBatch cuts b into runs whose mutators' costs, each measured alone
+// on the reference pod as it comes, add up to at most maxBatchCost: their
+// sum bounds what they cost in one expression, save for what each reads
+// again after another's patches, which the whole policy's measure sees.
 func fitBatch(b []*compiledMutator, src Sources) [][]*compiledMutator {
 	var out [][]*compiledMutator
-	for len(b) > 0 {
-		// The longest run b[:n] that fits: one mutator always "fits".
-		n := len(b)
-		if !batchFits(b, src) {
-			lo, hi := 1, n
-			for hi-lo > 1 {
-				if mid := (lo + hi) / 2; batchFits(b[:mid], src) {
-					lo = mid
-				} else {
-					hi = mid
-				}
-			}
-			n = lo
+	var run []*compiledMutator
+	var sum int64
+	for _, c := range b {
+		cost := aloneCost(c, src)
+		if len(run) > 0 && sum+cost > maxBatchCost {
+			out = append(out, run)
+			run, sum = nil, 0
 		}
-		out = append(out, b[:n])
-		b = b[n:]
+		run = append(run, c)
+		sum += cost
 	}
-	return out
+	return append(out, run)
 }
 
-// batchFits reports whether the mutation of batch b, in a policy of its
-// own, stays within kube-apiserver's CEL limits on the reference pod.
-func batchFits(b []*compiledMutator, src Sources) bool {
-	trial := Result{MutatingPolicies: []admissionregistrationv1.MutatingAdmissionPolicy{mutatingPolicy(b, [][]*compiledMutator{b})}}
-	for _, p := range measure(trial, src, "", false) {
-		for _, g := range p.Groups {
-			if g.Err != nil || g.Cost > maxBatchCost {
-				return false
+// aloneCost is what the mutation of c alone costs on the reference pod
+// as it comes, the variables it reads included; the limit when
+// kube-apiserver would stop it.
+func aloneCost(c *compiledMutator, src Sources) int64 {
+	p := mutatingPolicy([]*compiledMutator{c}, [][]*compiledMutator{{c}})
+	p.Spec.ReinvocationPolicy = admissionregistrationv1.NeverReinvocationPolicy
+	trial := Result{MutatingPolicies: []admissionregistrationv1.MutatingAdmissionPolicy{p}}
+	var cost int64
+	for _, pc := range measure(trial, src, "", false) {
+		for _, g := range pc.Groups {
+			if g.Err != nil {
+				return celconfig.PerCallLimit
 			}
+			cost += g.Cost
 		}
 	}
-	return true
+	return cost
 }
 
 // maxBatchCost is what one batch's mutation may cost on the reference pod.
