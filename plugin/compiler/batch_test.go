@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
 	"github.com/admitkit/admitkit/plugin/compiler"
 	"github.com/admitkit/admitkit/plugin/compilertest"
@@ -89,10 +90,10 @@ func mutationsOf(t *testing.T, r compiler.Result, values ...string) [][]string {
 }
 
 // TestMutatorBatches checks which consecutive mutators share a mutation:
-// those whose locations part below anything either may create, and not
-// those that may both create one missing parent, nor one that may create
-// a parent the other writes below. Each set must still give the plugin's
-// pod, on pods where the parents are there and where they are missing.
+// those whose locations part, even below a field both may create, and not
+// those that may both append one element, nor one that may create a field
+// the other tests. Each set must still give the plugin's pod, on pods
+// where the parents are there and where they are missing.
 func TestMutatorBatches(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -100,17 +101,17 @@ func TestMutatorBatches(t *testing.T) {
 		want string
 	}{{
 		// Both append to env, and both create it where it is missing:
-		// computed from one object, the second "add" of env would
-		// replace the first.
+		// each adds it empty before either appends.
 		name: "both may create env",
 		ms: []*mutation.Mutator{
 			podAssign(t, "a", "spec.containers[name:*].env[name:A].value", "va", "[]"),
 			podAssign(t, "b", "spec.containers[name:*].env[name:B].value", "vb", "[]"),
 		},
-		want: "[[va] [vb]]",
+		want: "[[va vb]]",
 	}, {
 		// Only the first may create env; after it, the second would
-		// write into the env it created.
+		// write into the env it created, where the batch's object has
+		// none to pass the second's test.
 		name: "one may create env the other must find",
 		ms: []*mutation.Mutator{
 			podAssign(t, "a", "spec.containers[name:*].env[name:A].value", "va", "[]"),
@@ -134,26 +135,44 @@ func TestMutatorBatches(t *testing.T) {
 			podAssignMetadata(t, "a", "metadata.labels.a", "la"),
 			podAssignMetadata(t, "b", "metadata.labels.b", "lb"),
 		},
-		want: "[[la] [lb]]",
+		want: "[[la lb]]",
 	}, {
-		// They part at metadata's fields; the walk would create metadata
-		// where it is missing, as for any field, so they stay apart.
 		name: "a label and an annotation",
 		ms: []*mutation.Mutator{
 			podAssignMetadata(t, "a", "metadata.annotations.a", "aa"),
 			podAssignMetadata(t, "b", "metadata.labels.b", "lb"),
 		},
-		want: "[[aa] [lb]]",
+		want: "[[aa lb]]",
 	}, {
-		// spec may be created by the first (the compiler cannot know
-		// that a pod always has one), so it writes alone.
+		// The first may create spec (the compiler does not assume that a
+		// pod always has one), the others write beside it.
 		name: "one may create spec",
 		ms: []*mutation.Mutator{
 			podAssign(t, "a", "spec.containers[name:*].workingDir", "wa", "[]"),
 			podAssign(t, "b", "spec.hostname", "hb", "[]"),
 			podAssign(t, "c", "spec.subdomain", "sc", "[]"),
 		},
-		want: "[[wa] [hb] [sc]]",
+		want: "[[wa hb sc]]",
+	}, {
+		// The first creates the security context and a field in it, the
+		// second the security context again: applied in run order, the
+		// second's empty context would replace the first's field before
+		// the first wrote into it; creations go shallowest first.
+		name: "creations at two depths",
+		ms: []*mutation.Mutator{
+			podAssign(t, "a", "spec.securityContext.seLinuxOptions.user", "ua", "[]"),
+			podAssign(t, "b", "spec.securityContext.supplementalGroupsPolicy", "gb", "[]"),
+		},
+		want: "[[ua gb]]",
+	}, {
+		// Both may append the container side; after the first, the
+		// second would write into it.
+		name: "both may append one element",
+		ms: []*mutation.Mutator{
+			podAssign(t, "a", "spec.containers[name:side].image", "ia", "[]"),
+			podAssign(t, "b", "spec.containers[name:side].workingDir", "wb", "[]"),
+		},
+		want: "[[ia] [wb]]",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := compileCase(t, tc.ms)
@@ -216,4 +235,26 @@ func BenchmarkTenMutators(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(r.MutatingPolicies[0].Spec.Mutations)), "mutations")
+}
+
+// TestBatchesFitTheCELLimit: a hundred mutators that all batch together
+// are more than one expression may cost on the reference pod; the
+// compiler cuts them into batches that fit, rather than refusing the
+// mutators beyond the limit, and keeps them batched.
+func TestBatchesFitTheCELLimit(t *testing.T) {
+	src := compiler.Sources{Mutators: hundredMutators(t)}
+	r := compiler.Compile(src)
+	if len(r.Refused) > 0 || len(r.MutatingPolicies) != 1 {
+		t.Fatalf("compiled %d, refused %v", len(r.Compiled), r.Refused)
+	}
+	if n := len(r.MutatingPolicies[0].Spec.Mutations); n < 2 || n > len(src.Mutators)/4 {
+		t.Errorf("%d mutations for %d mutators, want a few", n, len(src.Mutators))
+	}
+	for _, p := range compiler.PolicyCosts(r, src) {
+		for _, g := range p.Groups {
+			if g.Err != nil || g.Cost > celconfig.PerCallLimit/2 {
+				t.Errorf("%s %s: %s costs %d on the reference pod: %v", p.Kind, p.Name, g.Path, g.Cost, g.Err)
+			}
+		}
+	}
 }

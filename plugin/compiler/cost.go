@@ -236,6 +236,9 @@ type exprCost struct {
 	Cost, Budget int64
 	// Err is why kube-apiserver would refuse the request, or nil.
 	Err *field.Error
+	// mutation is the index of the MutatingAdmissionPolicy's mutation
+	// the group is, counted from 1; 0 for the other groups.
+	mutation int
 }
 
 // policyCost is what one policy costs on the reference.
@@ -591,7 +594,7 @@ func (e *evaluation) mutating(p *admissionregistrationv1.MutatingAdmissionPolicy
 		passes = 2
 	}
 	cur := e
-	for range passes {
+	for pass := range passes {
 		for i, m := range p.Spec.Mutations {
 			path := spec.Child("mutations").Index(i)
 			var it item
@@ -603,11 +606,13 @@ func (e *evaluation) mutating(p *admissionregistrationv1.MutatingAdmissionPolicy
 			default:
 				continue
 			}
-			if out.add(cur.charge(cs, group{path: path, items: []item{it}, opts: patchOpts,
-				budget: celconfig.RuntimeCELCostBudget, mutation: true, ns: e.namespace})) {
+			charged := cur.charge(cs, group{path: path, items: []item{it}, opts: patchOpts,
+				budget: celconfig.RuntimeCELCostBudget, mutation: true, ns: e.namespace})
+			charged.mutation = i + 1
+			if out.add(charged) {
 				return out
 			}
-			if m.JSONPatch != nil {
+			if m.JSONPatch != nil && (pass < passes-1 || i < len(p.Spec.Mutations)-1) {
 				// An ApplyConfiguration (which the compiler does not make)
 				// would need the pod's schema to apply; the pod stays.
 				if next, err := cur.applied(cs, it.accessor, patchOpts); err == nil {

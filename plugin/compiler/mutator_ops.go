@@ -66,7 +66,7 @@ type setLeaf struct {
 func (s setLeaf) write(g *pathGen, o, name, exists string, ptr pointer) string {
 	cur, v := member(o, name), g.name("v")
 	if s.prune {
-		if s.empty {
+		if s.empty || exists == "false" {
 			return none
 		}
 		return fmt.Sprintf("((%s && %s.exists(%s, %s in %s)) ? [%s] : [])", exists, cur, v, v, s.values,
@@ -91,6 +91,10 @@ type imageLeaf struct {
 }
 
 func (im imageLeaf) write(g *pathGen, o, name, exists string, ptr pointer) string {
+	if exists == "false" {
+		v, _ := im.create(g)
+		return "[" + g.patch("add", ptr, v) + "]"
+	}
 	n := g.name("img")
 	cur := fmt.Sprintf("(%s ? %s : %q)", exists, member(o, name), "")
 	return bind(n, im.image(g, cur), fmt.Sprintf("((%s && %s == %s) ? [] : [%s])", exists, n, member(o, name), g.patch("add", ptr, n)))

@@ -22,12 +22,14 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	mutationsv1 "github.com/admitkit/admitkit/plugin/pkg/admission/locationmutator/apis/mutations/v1"
@@ -105,7 +107,7 @@ func compileMutators(src Sources, r *Result) {
 		}
 	}
 	if len(enforced) > 0 {
-		r.MutatingPolicies = append(r.MutatingPolicies, mutatingPolicy(enforced))
+		r.MutatingPolicies = append(r.MutatingPolicies, mutatingPolicy(enforced, fitBatches(enforced, batches(enforced), src)))
 		r.MutatingBindings = append(r.MutatingBindings, admissionregistrationv1.MutatingAdmissionPolicyBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicyBinding"},
 			ObjectMeta: metav1.ObjectMeta{Name: MutatorsPolicyName},
@@ -496,17 +498,17 @@ func variables() []admissionregistrationv1.Variable {
 // mutation makes a JSONPatch of: flatten(), which gathers the patches of
 // list elements, is typed list(dyn) whatever its elements, and a list of
 // JSONPatch literals could not be typed back from it.
-func jsonPatch(op string, ptr pointer, value string) string {
+func jsonPatch(op string, ptr pointer, value string, phase int) string {
 	if value == "" {
 		value = "null"
 	}
-	return fmt.Sprintf("{\"op\": dyn(%q), \"path\": dyn(%s), \"value\": dyn(%s)}", op, ptr, value)
+	return fmt.Sprintf("{\"op\": dyn(%q), \"path\": dyn(%s), \"value\": dyn(%s), \"phase\": dyn(%d)}", op, ptr, value, phase)
 }
 
-// mutatingPolicy is the policy of the enforced mutators, in run order:
-// one mutation per batch (batches), the patches of its mutators one after
-// another.
-func mutatingPolicy(cs []*compiledMutator) admissionregistrationv1.MutatingAdmissionPolicy {
+// mutatingPolicy is the policy of the enforced mutators cs, in run order:
+// one mutation per batch of bs (batches), the patches of its mutators one
+// after another.
+func mutatingPolicy(cs []*compiledMutator, bs [][]*compiledMutator) admissionregistrationv1.MutatingAdmissionPolicy {
 	fail := admissionregistrationv1.Fail
 	p := admissionregistrationv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
@@ -527,19 +529,43 @@ func mutatingPolicy(cs []*compiledMutator) admissionregistrationv1.MutatingAdmis
 			ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy,
 		},
 	}
-	for _, batch := range batches(cs) {
-		parts := make([]string, len(batch))
-		for i, c := range batch {
-			g := c.gen
-			g.patch = jsonPatch
-			parts[i] = fmt.Sprintf("(%s ? %s : [])", c.guard, g.expression())
-		}
+	for _, batch := range bs {
 		p.Spec.Mutations = append(p.Spec.Mutations, admissionregistrationv1.Mutation{
 			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
-			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: fmt.Sprintf("(%s).map(p, JSONPatch{op: string(p.op), path: string(p.path), value: p.value})", strings.Join(parts, " + "))},
+			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: fmt.Sprintf("%s.map(p, JSONPatch{op: string(p.op), path: string(p.path), value: p.value})", batchPatches(batch))},
 		})
 	}
 	return p
+}
+
+// batchPatches is the CEL list of the patches of a batch's mutators, each
+// computed from the object the batch finds, in the order they apply: the
+// creations of empty parents first, shallowest first (creation), then the
+// others in run order.
+func batchPatches(batch []*compiledMutator) string {
+	parts := make([]string, len(batch))
+	var phases []int
+	for i, c := range batch {
+		g := c.gen
+		g.emit = jsonPatch
+		parts[i] = fmt.Sprintf("(%s ? %s : [])", c.guard, g.expression())
+		for d := range g.nodes {
+			if g.createsMember(d) && !slices.Contains(phases, creation(d)) {
+				phases = append(phases, creation(d))
+			}
+		}
+	}
+	all := "(" + strings.Join(parts, " + ") + ")"
+	if len(batch) == 1 || len(phases) == 0 {
+		// One mutator's patches are in order already.
+		return all
+	}
+	slices.Sort(phases)
+	in := make([]string, 0, len(phases)+1)
+	for _, ph := range append(phases, 0) {
+		in = append(in, fmt.Sprintf("ops.filter(p, p.phase == %d)", ph))
+	}
+	return bind("ops", all, strings.Join(in, " + "))
 }
 
 // batches splits the enforced mutators, in run order, into runs of
@@ -552,7 +578,8 @@ func mutatingPolicy(cs []*compiledMutator) admissionregistrationv1.MutatingAdmis
 func batches(cs []*compiledMutator) [][]*compiledMutator {
 	var out [][]*compiledMutator
 	for _, c := range cs {
-		if n := len(out); n > 0 && !slices.ContainsFunc(out[n-1], func(b *compiledMutator) bool { return !batchable(b, c) }) {
+		if n := len(out); n > 0 && !slices.ContainsFunc(out[n-1], func(b *compiledMutator) bool { return !batchable(b, c) }) &&
+			utf8.RuneCountInString(batchPatches(append(slices.Clip(out[n-1]), c))) <= maxBatchExpression {
 			out[n-1] = append(out[n-1], c)
 			continue
 		}
@@ -560,6 +587,96 @@ func batches(cs []*compiledMutator) [][]*compiledMutator {
 	}
 	return out
 }
+
+// fitBatches cuts each batch of bs, the batches of cs, whose mutation
+// costs more than maxBatchCost on the reference pod (measure) into batches
+// that fit, each the longest run of the rest that does. A batch's patches
+// are one expression, which kube-apiserver stops at
+// celconfig.PerCallLimit, where the same mutators in mutations of their
+// own would each have that limit: a batch is filled to a quarter of it
+// only, so that pods up to four times the reference's size, in what the
+// batch walks, still pass. Consecutive mutators of a batch are a batch
+// too. The whole policy is measured first, as boundCost then measures it
+// again (the memo answers), so that a set whose batches fit costs no
+// more; a mutator, or a batch that fits alone but not after the others,
+// stays as it is, for boundCost to refuse what passes the limit.
+func fitBatches(cs []*compiledMutator, bs [][]*compiledMutator, src Sources) [][]*compiledMutator {
+	settled := map[*compiledMutator]bool{}
+	for {
+		i := overBatch(cs, bs, src, settled)
+		if i < 0 {
+			return bs
+		}
+		fitted := fitBatch(bs[i], src)
+		if len(fitted) == 1 {
+			settled[bs[i][0]] = true
+		}
+		bs = slices.Replace(bs, i, i+1, fitted...)
+	}
+}
+
+// overBatch is the index of the first batch of bs, of more than one
+// mutator and not settled, whose mutation costs more than maxBatchCost, or
+// -1.
+func overBatch(cs []*compiledMutator, bs [][]*compiledMutator, src Sources, settled map[*compiledMutator]bool) int {
+	policy := Result{MutatingPolicies: []admissionregistrationv1.MutatingAdmissionPolicy{mutatingPolicy(cs, bs)}}
+	for _, p := range measure(policy, src, "", false) {
+		for _, g := range p.Groups {
+			if i := g.mutation - 1; i >= 0 && len(bs[i]) > 1 && !settled[bs[i][0]] && (g.Err != nil || g.Cost > maxBatchCost) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// fitBatch cuts b into runs whose mutators' costs, each measured alone
+// on the reference pod as it comes, add up to at most maxBatchCost: their
+// sum bounds what they cost in one expression, save for what each reads
+// again after another's patches, which the whole policy's measure sees.
+func fitBatch(b []*compiledMutator, src Sources) [][]*compiledMutator {
+	var out [][]*compiledMutator
+	var run []*compiledMutator
+	var sum int64
+	for _, c := range b {
+		cost := aloneCost(c, src)
+		if len(run) > 0 && sum+cost > maxBatchCost {
+			out = append(out, run)
+			run, sum = nil, 0
+		}
+		run = append(run, c)
+		sum += cost
+	}
+	return append(out, run)
+}
+
+// aloneCost is what the mutation of c alone costs on the reference pod
+// as it comes, the variables it reads included; the limit when
+// kube-apiserver would stop it.
+func aloneCost(c *compiledMutator, src Sources) int64 {
+	p := mutatingPolicy([]*compiledMutator{c}, [][]*compiledMutator{{c}})
+	p.Spec.ReinvocationPolicy = admissionregistrationv1.NeverReinvocationPolicy
+	trial := Result{MutatingPolicies: []admissionregistrationv1.MutatingAdmissionPolicy{p}}
+	var cost int64
+	for _, pc := range measure(trial, src, "", false) {
+		for _, g := range pc.Groups {
+			if g.Err != nil {
+				return celconfig.PerCallLimit
+			}
+			cost += g.Cost
+		}
+	}
+	return cost
+}
+
+// maxBatchCost is what one batch's mutation may cost on the reference pod.
+const maxBatchCost = celconfig.PerCallLimit / 4
+
+// maxBatchExpression bounds the patches of one batch: kube-apiserver's
+// CEL parser refuses an expression of more than 100,000 code points
+// (cel-go's default, which kube-apiserver keeps), and the mutation adds a
+// few dozen to the patches.
+const maxBatchExpression = 100_000 - 1_000
 
 // batchable reports whether the patches of a and of b, which runs after
 // it, computed from one object and applied one after the other, are what
@@ -571,11 +688,13 @@ func batches(cs []*compiledMutator) [][]*compiledMutator {
 //     each writes in a subtree of its own; a patch only adds or removes a
 //     field there, replaces an element, or appends one with "/-", so
 //     neither moves what the other's pointers address;
-//   - and neither may create a node above that one: two mutators that
-//     both create a missing parent (env on a container) would each add
-//     it whole, the second overwriting the first; and one that creates it
-//     would let the other write below it where, in the object the batch
-//     found, there was nothing to write into.
+//   - and above that node, neither may append an element (a keyed
+//     selector finding none): the other would write into the element
+//     after it, and not append a second one. A field either creates is
+//     added empty before anything is written (batchPatches), and the walk
+//     writes below a missing field what it writes below an empty one, so
+//     b finds what it would have found after a's creation, save for a
+//     pathTest of that very field, which is a read MayAffect sees.
 //
 // Each's guard reads what keepConverging keeps every mutator from writing.
 func batchable(a, b *compiledMutator) bool {
@@ -590,7 +709,7 @@ func batchable(a, b *compiledMutator) bool {
 		return false
 	}
 	for d := range k {
-		if a.gen.creates(d) || b.gen.creates(d) {
+		if a.gen.createsElement(d) || b.gen.createsElement(d) {
 			return false
 		}
 	}
@@ -617,7 +736,7 @@ func addReport(r *Result, name string, mode mutation.Mode, cs []*compiledMutator
 	for _, c := range cs {
 		g := c.gen
 		// Only whether there would be a patch matters here.
-		g.patch = func(string, pointer, string) string { return "true" }
+		g.emit = func(string, pointer, string, int) string { return "true" }
 		id := c.m.ID()
 		p.Spec.Validations = append(p.Spec.Validations, admissionregistrationv1.Validation{
 			Expression: fmt.Sprintf("!(%s) || size(%s) == 0", c.guard, g.expression()),

@@ -38,12 +38,15 @@ import (
 //   - a missing parent is created only when something is written below it;
 //   - a pathTest at a depth keeps the walk from going on there.
 //
-// A JSONPatch "add" must find the parent it adds into, so where the object
-// stops, the rest of the location is written as one value built at compile
-// time (createField), and list elements are addressed by the index CEL
-// computes (transformList). Values are plain CEL maps and lists, never
-// Object{} literals (kubernetes#142181), each member wrapped in dyn() so
-// that a literal mixing types type-checks.
+// A JSONPatch "add" must find the parent it adds into. Where the object
+// stops at a field, the field is first added empty (see creation) and the
+// rest of the location is then written into it, the generator knowing at
+// compile time that it holds nothing (emptyValue); an element a keyed
+// selector appends is written whole, one value built at compile time
+// (createElement). List elements are addressed by the index CEL computes
+// (transformList). Values are plain CEL maps and lists, never Object{}
+// literals (kubernetes#142181), each member wrapped in dyn() so that a
+// literal mixing types type-checks.
 
 // leaf is what a kind of mutator writes at the end of its location.
 type leaf interface {
@@ -65,12 +68,18 @@ type pathGen struct {
 	nodes []path.Node
 	conds []mutationsv1.Condition
 	leaf  leaf
-	// patch builds one patch: in a policy, a map its mutation makes a
+	// emit builds one patch: in a policy, a map its mutation makes a
 	// JSONPatch of (jsonPatch); in a check that only asks whether there is
-	// one, anything countable.
-	patch func(op string, ptr pointer, value string) string
+	// one, anything countable. phase is the depth of the node for a patch
+	// that creates an empty parent (see creation), and 0 for the others.
+	emit func(op string, ptr pointer, value string, phase int) string
 	// names counts the CEL variables made, so that nested ones differ.
 	names int
+}
+
+// patch is a patch that writes (every patch but a parent's creation).
+func (g *pathGen) patch(op string, ptr pointer, value string) string {
+	return g.emit(op, ptr, value, 0)
 }
 
 // cond is the pathTest at depth i.
@@ -127,7 +136,25 @@ func (g *pathGen) expression() string {
 
 // exists is the CEL test of a field of o holding a value.
 func exists(o, name string) string {
+	if o == emptyObject {
+		return "false"
+	}
 	return fmt.Sprintf("(%s in %s && %s != null)", celString(name), o, member(o, name))
+}
+
+// The values a creation adds: what the rest of a location is then written
+// into, known to hold nothing.
+const (
+	emptyObject = "{}"
+	emptyList   = "[]"
+)
+
+// emptyValue is the empty value of the field before node i.
+func (g *pathGen) emptyValue(i int) string {
+	if _, ok := g.nodes[i].(path.List); ok {
+		return emptyList
+	}
+	return emptyObject
 }
 
 // member is the CEL expression of a field of o.
@@ -135,10 +162,13 @@ func member(o, name string) string {
 	return fmt.Sprintf("%s[%s]", o, celString(name))
 }
 
-// choose is `c ? a : b`, short when a branch is empty.
+// choose is `c ? a : b`, short when a branch is empty or c is known.
 func choose(c, a, b string) string {
-	if a == b {
+	switch {
+	case a == b, c == "true":
 		return a
+	case c == "false":
+		return b
 	}
 	return fmt.Sprintf("(%s ? %s : %s)", c, a, b)
 }
@@ -164,8 +194,9 @@ func (g *pathGen) object(i int, o string, ptr pointer) string {
 	default:
 		there = g.below(i+1, member(o, name), fptr)
 		missing = none
-		if v, ok := g.createBelow(i + 1); ok {
-			missing = "[" + g.patch("add", fptr, v) + "]"
+		if g.createsMember(i) {
+			empty := g.emptyValue(i + 1)
+			missing = fmt.Sprintf("[%s] + %s", g.emit("add", fptr, empty, creation(i)), g.below(i+1, empty, fptr))
 		}
 	}
 	switch g.cond(i) {
@@ -199,14 +230,32 @@ func (g *pathGen) createBelow(i int) (string, bool) {
 	return g.createField(i)
 }
 
-// creates reports whether a walk may create node i, missing in the object
-// it is given: what createBelow builds for the field before it.
-func (g pathGen) creates(i int) bool {
-	if l, ok := g.nodes[i].(path.List); ok {
-		_, ok := g.createElement(i, l)
-		return ok
+// creation is the phase of the patch that adds the field of node i empty:
+// its depth, counted from 1. Patches computed from one object for several
+// mutators (batches) are applied creations first, shallowest first, so
+// that a field two of them create is added empty once, or twice before
+// anything is written into it, and never replaces what either wrote.
+func creation(i int) int { return i + 1 }
+
+// createsMember reports whether a walk may create the field of node i,
+// missing in the object it is given: whether anything would be written
+// below it.
+func (g pathGen) createsMember(i int) bool {
+	if _, ok := g.nodes[i].(path.Object); !ok {
+		return false
 	}
 	_, ok := g.createMember(i)
+	return ok
+}
+
+// createsElement reports whether a walk may append an element at node i,
+// a keyed selector finding none.
+func (g pathGen) createsElement(i int) bool {
+	l, ok := g.nodes[i].(path.List)
+	if !ok {
+		return false
+	}
+	_, ok = g.createElement(i, l)
 	return ok
 }
 
@@ -258,33 +307,37 @@ func (g *pathGen) list(i int, sel path.List, l string, ptr pointer) string {
 	ix, el := g.name("i"), g.name("e")
 	last := i == len(g.nodes)-1
 	if sel.Glob {
-		if last || g.cond(i) == mutationsv1.MustNotExist {
+		if last || g.cond(i) == mutationsv1.MustNotExist || l == emptyList {
 			return none
 		}
 		return fmt.Sprintf("%s.transformList(%s, %s, %s).flatten()", l, ix, el, g.object(i+1, el, ptr.index(ix)))
 	}
 	keyed := fmt.Sprintf("(%s in %s && %s == %s)", celString(sel.KeyField), el, member(el, sel.KeyField), celLiteral(sel.KeyValue))
-	found := fmt.Sprintf("%s.exists(%s, %s)", l, el, keyed)
-	var there, missing string
-	if last {
-		first := fmt.Sprintf("%s.transformList(%s, %s, %s, %s)[0]", l, ix, el, keyed, ix)
-		there = g.leaf.writeElement(g, l, first, ptr)
-		missing = none
-		if v, ok := g.leaf.create(g); ok {
-			missing = "[" + g.patch("add", ptr.text("/-"), v) + "]"
-		}
-	} else {
-		there = fmt.Sprintf("%s.transformList(%s, %s, %s, %s).flatten()", l, ix, el, keyed, g.object(i+1, el, ptr.index(ix)))
-		missing = none
+	missing := none
+	if g.cond(i) != mutationsv1.MustExist {
 		if v, ok := g.createElement(i, sel); ok {
 			missing = "[" + g.patch("add", ptr.text("/-"), v) + "]"
 		}
 	}
-	switch g.cond(i) {
-	case mutationsv1.MustExist:
-		missing = none
-	case mutationsv1.MustNotExist:
-		there = none
+	switch {
+	case l == emptyList:
+		return missing
+	case g.cond(i) == mutationsv1.MustNotExist:
+		return choose(fmt.Sprintf("%s.exists(%s, %s)", l, el, keyed), none, missing)
 	}
-	return choose(found, there, missing)
+	// The list is walked once: what each element with the key gives, and
+	// the element appended when there is none.
+	m := g.name("m")
+	if last {
+		write := g.leaf.writeElement(g, l, m+"[0]", ptr)
+		if write == none && missing == none {
+			return none
+		}
+		return bind(m, fmt.Sprintf("%s.transformList(%s, %s, %s, %s)", l, ix, el, keyed, ix), fmt.Sprintf("(size(%s) == 0 ? %s : %s)", m, missing, write))
+	}
+	each := fmt.Sprintf("%s.transformList(%s, %s, %s, %s)", l, ix, el, keyed, g.object(i+1, el, ptr.index(ix)))
+	if missing == none {
+		return each + ".flatten()"
+	}
+	return bind(m, each, fmt.Sprintf("(size(%s) == 0 ? %s : %s.flatten())", m, missing, m))
 }
