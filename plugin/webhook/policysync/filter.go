@@ -48,8 +48,9 @@ import (
 // each object as the API last gave it, with its own resourceVersion (the
 // PodPreset plugin writes presets' resourceVersions into pods), then a
 // BOOKMARK at the stream's position: the reflector takes the resume point
-// of its next watch from every event, and the bookmark moves it back from
-// the objects' older resourceVersions to where the stream is. Ending the
+// of its next watch from every event, older or not, and the bookmark
+// moves it on from the objects' older resourceVersions to where the
+// stream is (the reflector always asks for bookmarks). Ending the
 // watch instead would make client-go's reflector list again only after
 // its backoff (0.8 s, doubling up to 30 s), and until then the plugins
 // watch nothing: a source handed back, created or edited meanwhile would
@@ -62,8 +63,9 @@ import (
 // bookmark, so that the informer's position stays the stream's. Where the
 // events cannot be made, the watch ends as expired (the API server's
 // answer to a resourceVersion too old), so that the informer lists again:
-// a watch that resumes from no remembered position, and a watch whose
-// client asked for no bookmarks.
+// a watch that resumes from no remembered position (its list was not
+// remembered, or another list's record took its place), and, when what
+// is carried changes, a watch whose client asked for no bookmarks.
 
 // maxIdleRecords bounds the records remembered per chain that no watch is
 // reading: one per informer that lists the same resource, which the
@@ -104,22 +106,33 @@ type chainRecord struct {
 }
 
 // seen is an object as the API last gave it, and whether the informer
-// holds it.
+// holds it: the informer calls its handlers' OnDelete for every DELETED,
+// held or not, so the view sends one only for an object shown.
 type seen struct {
 	obj   runtime.Object
 	shown bool
 }
 
+// newRecord begins the record of a list, or of a streaming list (initial).
+func (v *view) newRecord(initial bool) *chainRecord {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.lists++
+	return &chainRecord{list: v.lists, initial: initial, objects: map[compiler.Source]seen{}}
+}
+
 // beginList is the record a list page fills: a new one for a first page,
 // the list's own for a next page, nil for a page of a list not followed.
 func (v *view) beginList(chain string, opts metav1.ListOptions) *chainRecord {
+	if opts.Continue == "" {
+		rec := v.newRecord(false)
+		v.mu.Lock()
+		delete(v.paging, chain)
+		v.mu.Unlock()
+		return rec
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if opts.Continue == "" {
-		delete(v.paging, chain)
-		v.lists++
-		return &chainRecord{list: v.lists, objects: map[compiler.Source]seen{}}
-	}
 	rec := v.paging[chain]
 	delete(v.paging, chain)
 	if rec == nil || rec.next != opts.Continue {
@@ -240,10 +253,7 @@ func (r resource) watch(opts metav1.ListOptions, start func() (watch.Interface, 
 	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
 		// A streaming list: the informer's state is what this watch
 		// gives it.
-		r.view.mu.Lock()
-		r.view.lists++
-		rec = &chainRecord{list: r.view.lists, initial: true, objects: map[compiler.Source]seen{}}
-		r.view.mu.Unlock()
+		rec = r.view.newRecord(true)
 	} else if rec = r.view.take(chain, opts.ResourceVersion); rec == nil {
 		// Resuming from a position no record is at, the view cannot
 		// tell what the informer holds: it lists again.

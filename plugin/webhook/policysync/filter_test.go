@@ -221,6 +221,9 @@ func TestWatchFollowsCarried(t *testing.T) {
 	if n := server.lists.Load(); n != 1 {
 		t.Errorf("the informer listed %d times, want once", n)
 	}
+	if n := len(server.watches); n != 0 {
+		t.Errorf("the informer opened %d more watches, want none", n)
+	}
 
 	// The API server ends the watch: the informer resumes from the
 	// position, and the view still knows a.
