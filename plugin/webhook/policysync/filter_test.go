@@ -418,3 +418,49 @@ func TestWatchFollowsCarriedMutators(t *testing.T) {
 		t.Error("the set is not whole again")
 	}
 }
+
+// TestPaginatedListIsRemembered: every page of a paginated list is
+// remembered, so that a preset handed back after it arrives on the watch,
+// whichever page listed it.
+func TestPaginatedListIsRemembered(t *testing.T) {
+	const sources = "PodPreset team/a@5\nPodPreset team/b@6"
+	kube := kubefake.NewClientset(policySet("h1", 2, sources, "p")...)
+	c, ctx := startCarried(t, kube, 0)
+	server := newPresetServer()
+	server.settings.PrependReactor("list", "podpresets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		list := &settingsv1alpha1.PodPresetList{ListMeta: metav1.ListMeta{ResourceVersion: "10"}}
+		if a.(clienttesting.ListActionImpl).GetListOptions().Continue == "" {
+			list.Continue = "page-2"
+			list.Items = []settingsv1alpha1.PodPreset{*presetAt("a", "5")}
+		} else {
+			list.Items = []settingsv1alpha1.PodPreset{*presetAt("b", "6")}
+		}
+		return true, list, nil
+	})
+	presets := FilterSettings(server.settings, c).SettingsV1alpha1().PodPresets("")
+	page, err := presets.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 0 {
+		t.Fatalf("the first page lists %v, want nothing", page.Items)
+	}
+	if page, err = presets.List(ctx, metav1.ListOptions{Limit: 1, Continue: page.Continue}); err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 0 || page.Continue != "" {
+		t.Fatalf("the last page lists %v (continue %q), want nothing", page.Items, page.Continue)
+	}
+	w, err := presets.Watch(ctx, metav1.ListOptions{ResourceVersion: page.ResourceVersion, AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	server.opened(t)
+	setBinding(t, ctx, kube, sources, false)
+	for _, want := range []string{"ADDED a@5", "ADDED b@6", "BOOKMARK @10"} {
+		if got := describe(next(t, w)); got != want {
+			t.Fatalf("after the handover back %q, want %q", got, want)
+		}
+	}
+}
