@@ -148,14 +148,24 @@ func (inf *pluginInformer) holds(t *testing.T, ctx context.Context, rv string, w
 	}
 }
 
-// last is what the handlers were told last.
-func (inf *pluginInformer) last() string {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	if len(inf.told) == 0 {
-		return ""
+// toldLast waits until what the handlers were told last is want: they
+// are told after the store changed.
+func (inf *pluginInformer) toldLast(t *testing.T, ctx context.Context, want string) {
+	t.Helper()
+	last := func() string {
+		inf.mu.Lock()
+		defer inf.mu.Unlock()
+		if len(inf.told) == 0 {
+			return ""
+		}
+		return inf.told[len(inf.told)-1]
 	}
-	return inf.told[len(inf.told)-1]
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return last() == want, nil
+	})
+	if err != nil {
+		t.Fatalf("the handlers were told %q last, want %q", last(), want)
+	}
 }
 
 // setBinding creates or deletes the binding of policySet("h1", 2, sources, "p").
@@ -209,15 +219,11 @@ func TestWatchFollowsCarried(t *testing.T) {
 	// Handed back: a, as last edited, and the position stays.
 	setBinding(t, ctx, kube, "PodPreset team/a@5", false)
 	inf.holds(t, ctx, "20", "a@13", "b@11", "c@12")
-	if got := inf.last(); got != "add a@13" {
-		t.Errorf("the handlers were told %q last, want add a@13", got)
-	}
+	inf.toldLast(t, ctx, "add a@13")
 	// Taken over again: a leaves.
 	setBinding(t, ctx, kube, "PodPreset team/a@5", true)
 	inf.holds(t, ctx, "20", "b@11", "c@12")
-	if got := inf.last(); got != "delete a@13" {
-		t.Errorf("the handlers were told %q last, want delete a@13", got)
-	}
+	inf.toldLast(t, ctx, "delete a@13")
 	if n := server.lists.Load(); n != 1 {
 		t.Errorf("the informer listed %d times, want once", n)
 	}
@@ -456,9 +462,13 @@ func TestPaginatedListIsRemembered(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	server.opened(t)
+	// An event through first: the watch has begun following.
+	server.opened(t).w.Add(presetAt("c", "11"))
+	if got := describe(next(t, w)); got != "ADDED c@11" {
+		t.Fatalf("got %q, want ADDED c@11", got)
+	}
 	setBinding(t, ctx, kube, sources, false)
-	for _, want := range []string{"ADDED a@5", "ADDED b@6", "BOOKMARK @10"} {
+	for _, want := range []string{"ADDED a@5", "ADDED b@6", "BOOKMARK @11"} {
 		if got := describe(next(t, w)); got != want {
 			t.Fatalf("after the handover back %q, want %q", got, want)
 		}
