@@ -203,9 +203,12 @@ func wholeSets(listers []cache.SharedIndexInformer) map[compiler.Source]bool {
 
 // recompute follows an observed change of the policies.
 func (c *Carried) recompute() {
-	whole := wholeSets(c.listers)
+	// The stores are read under the lock: the four informers' handlers
+	// run concurrently, and an answer read before another informer's
+	// change must not be published after the answer read after it.
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	whole := wholeSets(c.listers)
 	now := time.Now()
 	for s := range c.since {
 		if !whole[s] {

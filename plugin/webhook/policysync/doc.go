@@ -20,7 +20,10 @@ limitations under the License.
 // plugin/compiler from the cluster's PodPresets, ClusterPodPresets and
 // Gatekeeper mutators, in step with those objects as they are applied,
 // edited and deleted, and the view that leaves the webhook plugins exactly
-// the objects the policies do not carry.
+// the objects the policies do not carry. When what the policies carry
+// changes, the plugins' watches go on and tell their informers what left
+// or joined the view (see filter.go): the plugins are never left without a
+// watch while client-go's reflector would back off before listing again.
 //
 // The objects stay the source of truth. Every replica runs the controller:
 // each compiles the whole set from what it observes and server-side-applies

@@ -63,26 +63,19 @@ type plainListWatch struct{ *cache.ListWatch }
 // IsWatchListSemanticsUnSupported tells the reflector to list.
 func (plainListWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
-// retryWatch delivers nothing, then ends as expired after a while.
-type retryWatch struct {
-	w filteredWatch
-}
-
-func newRetryWatch(ctx context.Context, after time.Duration) *retryWatch {
-	r := &retryWatch{w: filteredWatch{out: make(chan watch.Event), stop: make(chan struct{})}}
+// newRetryWatch delivers nothing, then ends as expired after a while.
+func newRetryWatch(ctx context.Context, after time.Duration) watch.Interface {
+	s := newStream()
 	go func() {
-		defer close(r.w.out)
+		defer close(s.out)
 		t := time.NewTimer(after)
 		defer t.Stop()
 		select {
 		case <-t.C:
-			r.w.sendExpired()
+			s.sendExpired("the resource was not served")
 		case <-ctx.Done():
-		case <-r.w.stop:
+		case <-s.stop:
 		}
 	}()
-	return r
+	return s
 }
-
-func (r *retryWatch) Stop()                          { r.w.Stop() }
-func (r *retryWatch) ResultChan() <-chan watch.Event { return r.w.ResultChan() }

@@ -450,11 +450,27 @@ func policySet(hash string, objects int, sources string, names ...string) []runt
 	return out
 }
 
+// startCarried returns once Carried has seen the policies and watches
+// them: the fake drops a deletion made before a watch is registered,
+// which a test made right after the sync would lose.
 func startCarried(t *testing.T, kube *kubefake.Clientset, handover time.Duration) (*Carried, context.Context) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	policies := NewPolicyInformers(kube)
+	// The reactor runs under the fake's lock: it must not block.
+	watching := make(chan struct{}, len(policyInformers(policies)))
+	kube.PrependWatchReactor("*", func(a clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := kube.Tracker().Watch(a.GetResource(), a.GetNamespace(), a.(clienttesting.WatchActionImpl).ListOptions)
+		if err != nil {
+			return true, nil, err
+		}
+		select {
+		case watching <- struct{}{}:
+		default: // a watch opened again later
+		}
+		return true, w, nil
+	})
 	c, err := NewCarried(policies, handover)
 	if err != nil {
 		t.Fatal(err)
@@ -463,6 +479,13 @@ func startCarried(t *testing.T, kube *kubefake.Clientset, handover time.Duration
 	for typ, ok := range c.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			t.Fatalf("%v never synced", typ)
+		}
+	}
+	for range policyInformers(policies) {
+		select {
+		case <-watching:
+		case <-time.After(30 * time.Second):
+			t.Fatal("Carried's informers never watched")
 		}
 	}
 	return c, ctx
