@@ -25,7 +25,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
 	"github.com/admitkit/admitkit/plugin/compiler"
 	"github.com/admitkit/admitkit/plugin/compilertest"
@@ -235,26 +234,4 @@ func BenchmarkTenMutators(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(r.MutatingPolicies[0].Spec.Mutations)), "mutations")
-}
-
-// TestBatchesFitTheCELLimit: a hundred mutators that all batch together
-// are more than one expression may cost on the reference pod; the
-// compiler cuts them into batches that fit, rather than refusing the
-// mutators beyond the limit, and keeps them batched.
-func TestBatchesFitTheCELLimit(t *testing.T) {
-	src := compiler.Sources{Mutators: hundredMutators(t)}
-	r := compiler.Compile(src)
-	if len(r.Refused) > 0 || len(r.MutatingPolicies) != 1 {
-		t.Fatalf("compiled %d, refused %v", len(r.Compiled), r.Refused)
-	}
-	if n := len(r.MutatingPolicies[0].Spec.Mutations); n < 2 || n > len(src.Mutators)/4 {
-		t.Errorf("%d mutations for %d mutators, want a few", n, len(src.Mutators))
-	}
-	for _, p := range compiler.PolicyCosts(r, src) {
-		for _, g := range p.Groups {
-			if g.Err != nil || g.Cost > celconfig.PerCallLimit/2 {
-				t.Errorf("%s %s: %s costs %d on the reference pod: %v", p.Kind, p.Name, g.Path, g.Cost, g.Err)
-			}
-		}
-	}
 }

@@ -111,16 +111,29 @@ func decodeMutator(t testing.TB, doc string) *mutation.Mutator {
 // TestCompiledCost reports what each policy kube-apiserver would run on a
 // pod create costs on the reference pod, for the benchmark's five presets
 // with the ten pod mutators and with a hundred, and checks that every
-// policy Compile makes fits kube-apiserver's limits there.
+// policy Compile makes fits kube-apiserver's limits there, and that all
+// compile: the hundred, which batch together, are more than one
+// expression may cost, and the compiler cuts them into a few batches that
+// fit (fitBatches) rather than refuse the mutators beyond the limit.
 func TestCompiledCost(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		src  compiler.Sources
+		// mutations bounds the mutators' policy's mutations.
+		mutations [2]int
 	}{
-		{"5 presets, 10 mutators", compiler.Sources{Mutators: testdataMutators(t, "ten-pod-mutators.yaml"), PodPresets: benchPresets()}},
-		{"5 presets, 100 mutators", compiler.Sources{Mutators: hundredMutators(t), PodPresets: benchPresets()}},
+		{"5 presets, 10 mutators", compiler.Sources{Mutators: testdataMutators(t, "ten-pod-mutators.yaml"), PodPresets: benchPresets()}, [2]int{1, 1}},
+		{"5 presets, 100 mutators", compiler.Sources{Mutators: hundredMutators(t), PodPresets: benchPresets()}, [2]int{2, 25}},
 	} {
 		r := compiler.Compile(tc.src)
+		if len(r.Refused) > 0 {
+			t.Errorf("%s: refused %v", tc.name, r.Refused)
+		}
+		for _, p := range r.MutatingPolicies {
+			if n := len(p.Spec.Mutations); p.Name == compiler.MutatorsPolicyName && (n < tc.mutations[0] || n > tc.mutations[1]) {
+				t.Errorf("%s: %d mutations, want %d to %d", tc.name, n, tc.mutations[0], tc.mutations[1])
+			}
+		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s: %d compiled, %d not compiled\n", tc.name, len(r.Compiled), len(r.Refused))
 		for _, f := range r.Refused {

@@ -597,9 +597,10 @@ func batches(cs []*compiledMutator) [][]*compiledMutator {
 // only, so that pods up to four times the reference's size, in what the
 // batch walks, still pass. Consecutive mutators of a batch are a batch
 // too. The whole policy is measured first, as boundCost then measures it
-// again (the memo answers), so that a set whose batches fit costs no
-// more; a mutator, or a batch that fits alone but not after the others,
-// stays as it is, for boundCost to refuse what passes the limit.
+// again (the memo answers it there, on the same reference pod), so that a
+// set whose batches fit costs no more; a mutator, or a batch that fits
+// alone but not after the others, stays as it is, for boundCost to refuse
+// what passes the limit.
 func fitBatches(cs []*compiledMutator, bs [][]*compiledMutator, src Sources) [][]*compiledMutator {
 	settled := map[*compiledMutator]bool{}
 	for {

@@ -43,12 +43,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apiserver/pkg/admission"
-	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
-	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/cel/environment"
 	"sigs.k8s.io/yaml"
 
 	"github.com/admitkit/admitkit/plugin/compiler"
@@ -114,32 +108,6 @@ func typedRequest(obj runtime.Object, ns *corev1.Namespace) request {
 		return request{obj: d, gvk: appsv1.SchemeGroupVersion.WithKind("Deployment"), resource: "deployments", namespace: ns}
 	}
 	return podRequest(obj.(*corev1.Pod), ns)
-}
-
-// celCompilers are the compilers newCELCompiler made, by variables and
-// options: making one costs more than compiling a few expressions, and
-// every policy the compiler makes has the same variables.
-var celCompilers = map[string]*plugincel.CompositedCompiler{}
-
-// newCELCompiler is kube-apiserver's CEL compiler for a policy, with the
-// policy's variables, as its admission plugins make it.
-func newCELCompiler(t testing.TB, vars []admissionregistrationv1.Variable, opts plugincel.OptionalVariableDeclarations) *plugincel.CompositedCompiler {
-	t.Helper()
-	key := fmt.Sprintf("%v %+v", vars, opts)
-	if c, ok := celCompilers[key]; ok {
-		return c
-	}
-	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	named := make([]plugincel.NamedExpressionAccessor, len(vars))
-	for i, v := range vars {
-		named[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
-	}
-	compiler.CompileAndStoreVariables(named, opts, environment.StoredExpressions)
-	celCompilers[key] = compiler
-	return compiler
 }
 
 func metaAccessor(obj runtime.Object) (metav1.Object, error) {
@@ -541,77 +509,6 @@ spec:
 			if warned != (tc.report && mode == mutation.ModeWarn) || audited != tc.report {
 				t.Errorf("%s: pod with %s in %s: warned %v, audited %v (warnings %q, audit %q)", mode, tc.policy, tc.ns.Name, warned, audited, warnings, audit)
 			}
-		}
-	}
-}
-
-// policyCost is the CEL cost kube-apiserver charges the policy's mutations
-// on one request, against celconfig.RuntimeCELCostBudget.
-func policyCost(t *testing.T, p admissionregistrationv1.MutatingAdmissionPolicy, rq request) int64 {
-	t.Helper()
-	opts := plugincel.OptionalVariableDeclarations{HasAuthorizer: true, HasPatchTypes: true}
-	compiler := newCELCompiler(t, p.Spec.Variables, opts)
-	gvr := rq.gvk.GroupVersion().WithResource(rq.resource)
-	obj := rq.obj.DeepCopyObject()
-	obj.GetObjectKind().SetGroupVersionKind(rq.gvk)
-	attrs := admission.NewAttributesRecord(obj, nil, rq.gvk, rq.requestNamespace(), "p", gvr, "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "alice"})
-	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: rq.gvk, VersionedObject: admission.NewLazyObject(obj)}
-	const budget = celconfig.RuntimeCELCostBudget
-	remaining := int64(budget)
-	ctx := compiler.CreateContext(context.Background())
-	for _, m := range p.Spec.Mutations {
-		eval := compiler.CompileMutatingEvaluator(&patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}, opts, environment.StoredExpressions)
-		res, left, err := eval.ForInput(ctx, va, plugincel.CreateAdmissionRequest(attrs, metav1.GroupVersionResource(gvr), metav1.GroupVersionKind(rq.gvk)), plugincel.OptionalVariableBindings{}, rq.namespace, remaining)
-		if err != nil || res.Error != nil {
-			t.Fatalf("%v %v", err, res.Error)
-		}
-		remaining = left
-	}
-	return budget - remaining
-}
-
-// TestPolicyCost reports the CEL cost of the ten pod mutators and of a
-// hundred, on a pod of five containers with ten env vars each: far below
-// the budget kube-apiserver gives a policy per request.
-func TestPolicyCost(t *testing.T) {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"app": "a"}}}
-	for i := range 5 {
-		c := corev1.Container{Name: fmt.Sprintf("c%d", i), Image: "r.io/lib/app:v1"}
-		for j := range 10 {
-			c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("E%d", j), Value: "v"})
-		}
-		pod.Spec.Containers = append(pod.Spec.Containers, c)
-	}
-	ten := compiler.Compile(compiler.Sources{Mutators: testdataMutators(t, "ten-pod-mutators.yaml")})
-	var hundred []*mutation.Mutator
-	for i := range 100 {
-		m, err := mutation.Decode(fmt.Appendf(nil, `apiVersion: mutations.gatekeeper.sh/v1
-kind: Assign
-metadata: {name: env-%03d}
-spec:
-  applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
-  match: {excludedNamespaces: [kube-system], labelSelector: {matchLabels: {app: a}}}
-  location: 'spec.containers[name: *].env[name: V%03d].value'
-  parameters: {assign: {value: "x"}}
-`, i, i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		hundred = append(hundred, m)
-	}
-	many := compiler.Compile(compiler.Sources{Mutators: hundred})
-	if len(many.Compiled) != 100 {
-		t.Fatalf("refused: %v", many.Refused)
-	}
-	for _, tc := range []struct {
-		name string
-		r    compiler.Result
-	}{{"10 mutators", ten}, {"100 mutators", many}} {
-		rq := podRequest(pod, namespaces[1])
-		cost := policyCost(t, tc.r.MutatingPolicies[0], rq)
-		t.Logf("%s: CEL cost %d of the %d budget per request (%.2f%%)", tc.name, cost, celconfig.RuntimeCELCostBudget, 100*float64(cost)/celconfig.RuntimeCELCostBudget)
-		if cost >= celconfig.RuntimeCELCostBudget {
-			t.Errorf("%s: cost %d exceeds the budget", tc.name, cost)
 		}
 	}
 }
