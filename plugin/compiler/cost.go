@@ -239,6 +239,10 @@ type exprCost struct {
 	// mutation is the index of the MutatingAdmissionPolicy's mutation
 	// the group is, counted from 1; 0 for the other groups.
 	mutation int
+	// denied are the items that gave neither an error nor true: for
+	// validations, those that fail, whose messageExpression kube-apiserver
+	// reads.
+	denied []bool
 }
 
 // policyCost is what one policy costs on the reference.
@@ -524,6 +528,10 @@ func (e *evaluation) charge(cs *compilers, g group) exprCost {
 		return out
 	}
 	out.Cost = g.budget - remaining
+	out.denied = make([]bool, len(results))
+	for i, r := range results {
+		out.denied[i] = r.Error == nil && r.EvalResult != celtypes.True
+	}
 	for i, r := range results {
 		if r.Error == nil || g.used != nil && !g.used[i] {
 			continue
@@ -683,7 +691,7 @@ func (e *evaluation) validating(p *admissionregistrationv1.ValidatingAdmissionPo
 		}
 		if hasMessages {
 			messages.budget = celconfig.RuntimeCELCostBudget - charged.Cost
-			messages.used = e.failing(cs, validations)
+			messages.used = charged.denied
 			if out.add(e.charge(cs, messages)) {
 				return out
 			}
@@ -695,20 +703,6 @@ func (e *evaluation) validating(p *admissionregistrationv1.ValidatingAdmissionPo
 			audit.items = append(audit.items, item{spec.Child("auditAnnotations").Index(i).Child("valueExpression"), &validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}})
 		}
 		out.add(e.charge(cs, audit))
-	}
-	return out
-}
-
-// failing says which validations of g fail on the reference: those whose
-// messageExpression kube-apiserver reads.
-func (e *evaluation) failing(cs *compilers, g group) []bool {
-	out := make([]bool, len(g.items))
-	results, _, err := e.evaluate(costEnv(), cs, g, g.budget)
-	if err != nil {
-		return out
-	}
-	for i, r := range results {
-		out[i] = r.Error == nil && r.EvalResult != celtypes.True
 	}
 	return out
 }
